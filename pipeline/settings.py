@@ -1,0 +1,77 @@
+"""One typed settings object, read from the environment (and ``.env``) or built in code.
+
+Passed into every component explicitly; nothing reads a hidden global. Env var names are the
+field aliases below and are listed in the README.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    # where things live
+    data_dir: Path = Field(Path(".specrag"), validation_alias=_env("SPECRAG_DATA_DIR"),
+                           description="index folder: Chroma, BM25, manifest")
+    catalog_dir: Path = Field(Path("catalogs"), validation_alias=_env("SPECRAG_CATALOG_DIR"),
+                              description="catalog.json and indexes/{file_id}.json")
+    chroma_host: str | None = Field(None, validation_alias=_env("SPECRAG_CHROMA_HOST"),
+                                    description="use a Chroma server (HttpClient) instead of the embedded store")
+    chroma_port: int = Field(8000, validation_alias=_env("SPECRAG_CHROMA_PORT"))
+    collection: str = Field("specrag_chunks", validation_alias=_env("SPECRAG_COLLECTION"))
+
+    # chunking
+    chunk_max_tokens: int = Field(1500, validation_alias=_env("SPECRAG_CHUNK_MAX_TOKENS"),
+                                  description="a chunk bigger than this is split into parts")
+
+    # embeddings
+    embed_model: str = Field("sentence-transformers/all-MiniLM-L6-v2", validation_alias=_env("SPECRAG_EMBED_MODEL"),
+                             description="fastembed model name, 'openai:<model>', or 'none' for lexical only")
+    embed_model_path: Path | None = Field(None, validation_alias=_env("SPECRAG_EMBED_MODEL_PATH"),
+                                          description="local ONNX folder of the model (offline machines)")
+    embed_threads: int | None = Field(None, validation_alias=_env("SPECRAG_EMBED_THREADS"))
+
+    # retrieval (names from the seed)
+    max_primary_results: int = Field(5, validation_alias=_env("RETRIEVAL_MAX_PRIMARY_RESULTS"))
+    max_total_chunks: int = Field(15, validation_alias=_env("RETRIEVAL_MAX_TOTAL_CHUNKS"))
+    max_depth: int = Field(3, validation_alias=_env("RETRIEVAL_MAX_DEPTH"))
+    context_token_limit: int = Field(4000, validation_alias=_env("CONTEXT_TOKEN_LIMIT"))
+    timeout_ms: int = Field(5000, validation_alias=_env("RETRIEVAL_TIMEOUT_MS"))
+    enable_query_analysis: bool = Field(True, validation_alias=_env("ENABLE_QUERY_ANALYSIS"),
+                                        description="infer endpoint/schema/error intent and filter by chunk type")
+    prioritize_primary: bool = Field(True, validation_alias=_env("CONTEXT_PRIORITIZE_PRIMARY"),
+                                     description="60/40 slot split primary/references")
+    log_retrieval_stats: bool = Field(False, validation_alias=_env("LOG_RETRIEVAL_STATS"))
+    rrf_k: int = Field(60, validation_alias=_env("RETRIEVAL_RRF_K"))
+    vector_weight: float = Field(0.6, validation_alias=_env("RETRIEVAL_VECTOR_WEIGHT"))
+    bm25_weight: float = Field(0.4, validation_alias=_env("RETRIEVAL_BM25_WEIGHT"))
+    max_selected_apis: int = Field(3, validation_alias=_env("SELECTION_MAX_APIS"))
+
+    # LLM (stages 1 and 2, optional synthesis)
+    openai_api_key: str | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    llm_base_url: str | None = Field(None, validation_alias=_env("SPECRAG_LLM_BASE_URL", "OPENAI_BASE_URL"))
+    llm_model: str = Field("gpt-4o-mini", validation_alias=_env("SPECRAG_LLM_MODEL"))
+    llm_timeout_s: float = Field(20.0, validation_alias=_env("SPECRAG_LLM_TIMEOUT_S"))
+    llm_max_attempts: int = Field(3, validation_alias=_env("SPECRAG_LLM_MAX_ATTEMPTS"))
+    llm_deadline_s: float = Field(45.0, validation_alias=_env("SPECRAG_LLM_DEADLINE_S"))
+    llm_cache_size: int = Field(1024, validation_alias=_env("SPECRAG_LLM_CACHE_SIZE"))
+    llm_cache_ttl_s: float = Field(3600.0, validation_alias=_env("SPECRAG_LLM_CACHE_TTL_S"))
+    synthesize: bool = Field(False, validation_alias=_env("SPECRAG_SYNTHESIZE"),
+                             description="with an LLM, answer from the context with [Source N] citations")
+    prompts_dir: Path = Field(Path(__file__).resolve().parent.parent / "prompts",
+                              validation_alias=_env("SPECRAG_PROMPTS_DIR"))
+    selection_prompt_token_budget: int = Field(6000, validation_alias=_env("SPECRAG_SELECTION_PROMPT_TOKENS"))
+    expansion_prompt_token_budget: int = Field(6000, validation_alias=_env("SPECRAG_EXPANSION_PROMPT_TOKENS"))
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_api_key or self.llm_base_url)

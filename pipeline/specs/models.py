@@ -1,0 +1,156 @@
+"""Typed records produced by ingestion and read by every later stage."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ChunkType(str, Enum):
+    ENDPOINT = "endpoint"
+    COMPONENT = "component"
+    ERRORS = "errors"
+
+
+class Chunk(BaseModel):
+    """One retrievable unit: an operation, a component, or an operation's error responses.
+
+    ``text`` is what an LLM reads (the fragment rendered as YAML, ``$ref``s kept as references);
+    ``embed_text`` is a short summary for the embedder (≲64 tokens, embedding cost grows with
+    length); ``search_text`` is the lexical (BM25) view: names, summary, description.
+    """
+
+    id: str
+    file_id: str
+    type: ChunkType
+    text: str
+    embed_text: str
+    search_text: str
+    kind: str = Field(description="operation, errors, or the component kind: schemas, parameters, ...")
+    name: str = ""
+    method: str = ""
+    path: str = ""
+    operation_id: str = ""
+    summary: str = ""
+    tags: list[str] = Field(default_factory=list)
+    n_tokens: int = 0
+    ref_ids: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="chunk id -> the locations (JSON pointers inside this fragment) that reference it",
+    )
+    referenced_by: list[str] = Field(default_factory=list)
+
+    def metadata(self) -> dict[str, str | int | float | bool]:
+        """Flat metadata, as Chroma accepts it; ``ref_ids``/``referenced_by``/``tags`` are JSON."""
+        return {
+            "source_file": self.file_id,
+            "type": self.type.value,
+            "kind": self.kind,
+            "name": self.name,
+            "method": self.method,
+            "path": self.path,
+            "operation_id": self.operation_id,
+            "summary": self.summary,
+            "tags": json.dumps(self.tags),
+            "n_tokens": self.n_tokens,
+            "ref_ids": json.dumps(self.ref_ids, sort_keys=True),
+            "referenced_by": json.dumps(self.referenced_by),
+        }
+
+    @classmethod
+    def from_metadata(cls, chunk_id: str, text: str, metadata: dict[str, Any]) -> "Chunk":
+        """Rebuild from stored metadata; malformed JSON fields become empty, never an error."""
+        return cls(
+            id=chunk_id,
+            file_id=str(metadata.get("source_file", "")),
+            type=ChunkType(metadata.get("type", "component")),
+            text=text,
+            embed_text=str(metadata.get("embed_text", "")),
+            search_text=str(metadata.get("search_text", "")),
+            kind=str(metadata.get("kind", "")),
+            name=str(metadata.get("name", "")),
+            method=str(metadata.get("method", "")),
+            path=str(metadata.get("path", "")),
+            operation_id=str(metadata.get("operation_id", "")),
+            summary=str(metadata.get("summary", "")),
+            tags=_json_or(metadata.get("tags"), [], list),
+            n_tokens=int(metadata.get("n_tokens", 0) or 0),
+            ref_ids=_json_or(metadata.get("ref_ids"), {}, dict),
+            referenced_by=_json_or(metadata.get("referenced_by"), [], list),
+        )
+
+
+def _json_or(raw: Any, default: Any, expected: type) -> Any:
+    if isinstance(raw, expected):
+        return raw
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else default
+    except ValueError:
+        return default
+    return value if isinstance(value, expected) else default
+
+
+def decode_ref_ids(raw: Any) -> list[str]:
+    """Chunk ids from a stored ``ref_ids`` value; malformed metadata means no refs."""
+    value = _json_or(raw, {}, dict) if not isinstance(raw, list) else {str(x): [] for x in raw}
+    return [k for k in value if isinstance(k, str)]
+
+
+class ApiInfo(BaseModel):
+    """One API (one spec entry file)."""
+
+    file_id: str
+    source: str = Field(description="entry file path as given/found")
+    title: str = ""
+    version: str = ""
+    description: str = ""
+    spec_format: str = Field(description="swagger-2.0, openapi-3.0, openapi-3.1")
+    content_hash: str = Field(description="sha256 over the entry file and every file it references")
+    files: list[str] = Field(default_factory=list, description="other files read for $refs")
+    tags: list[str] = Field(default_factory=list)
+    categories: list[str] = Field(default_factory=list, description="x-apisguru-categories")
+    tag_descriptions: dict[str, str] = Field(default_factory=dict)
+
+
+class SkippedSpec(BaseModel):
+    file: str
+    reason: str
+
+
+class RefStats(BaseModel):
+    """``$ref`` counts. ``total`` counts refs that point inside their spec (same file or a file in
+    the spec's folder tree); ``unresolved`` of those found no chunk. External ones are by kind."""
+
+    total: int = 0
+    resolved: int = 0
+    unresolved: int = 0
+    external: dict[str, int] = Field(default_factory=dict, description="url, escapes_root, ...")
+    unresolved_by_kind: dict[str, int] = Field(default_factory=dict)
+
+    def add(self, other: "RefStats") -> None:
+        self.total += other.total
+        self.resolved += other.resolved
+        self.unresolved += other.unresolved
+        for mine, theirs in ((self.external, other.external), (self.unresolved_by_kind, other.unresolved_by_kind)):
+            for k, v in theirs.items():
+                mine[k] = mine.get(k, 0) + v
+
+
+class ApiChunks(BaseModel):
+    """Everything ingestion knows about one API."""
+
+    api: ApiInfo
+    chunks: list[Chunk]
+    refs: RefStats
+    unresolved_samples: list[str] = Field(default_factory=list, description="a few unresolved refs, for the report")
+
+
+class IngestReport(BaseModel):
+    specs_read: int = 0
+    specs_skipped: list[SkippedSpec] = Field(default_factory=list)
+    chunks: dict[str, int] = Field(default_factory=dict)
+    refs: RefStats = Field(default_factory=RefStats)
+    seconds: float = 0.0

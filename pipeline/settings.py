@@ -22,8 +22,8 @@ class Settings(BaseSettings):
     # where things live
     data_dir: Path = Field(Path(".specrag"), validation_alias=_env("SPECRAG_DATA_DIR"),
                            description="index folder: Chroma, BM25, manifest")
-    catalog_dir: Path = Field(Path("catalogs"), validation_alias=_env("SPECRAG_CATALOG_DIR"),
-                              description="catalog.json and indexes/{file_id}.json")
+    catalog_dir: Path | None = Field(None, validation_alias=_env("SPECRAG_CATALOG_DIR"),
+                                     description="catalog.json and indexes/{file_id}.json; default <data_dir>/catalogs")
     chroma_host: str | None = Field(None, validation_alias=_env("SPECRAG_CHROMA_HOST"),
                                     description="use a Chroma server (HttpClient) instead of the embedded store")
     chroma_port: int = Field(8000, validation_alias=_env("SPECRAG_CHROMA_PORT"))
@@ -71,6 +71,11 @@ class Settings(BaseSettings):
                               validation_alias=_env("SPECRAG_PROMPTS_DIR"))
     selection_prompt_token_budget: int = Field(6000, validation_alias=_env("SPECRAG_SELECTION_PROMPT_TOKENS"))
     expansion_prompt_token_budget: int = Field(6000, validation_alias=_env("SPECRAG_EXPANSION_PROMPT_TOKENS"))
+
+    @property
+    def catalogs_path(self) -> Path:
+        """Catalogs live with the index they describe unless placed elsewhere."""
+        return self.catalog_dir or self.data_dir / "catalogs"
 
     @property
     def llm_configured(self) -> bool:

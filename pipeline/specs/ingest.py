@@ -1,0 +1,126 @@
+"""Ingest a corpus: discover specs, chunk each (in parallel), and report what happened.
+
+One bad file never stops the batch: it is skipped with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterator
+
+from pydantic import BaseModel, Field
+
+from pipeline.errors import CorpusError, SpecError
+from pipeline.specs.chunker import SpecChunker
+from pipeline.specs.loader import SpecSource, check_spec, discover_spec_files, looks_like_spec
+from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
+
+_COUNT: Callable[[str], int] | None = None
+
+
+def count_tokens(text: str) -> int:
+    """cl100k token count through llama-index's bundled BPE file (no download)."""
+    global _COUNT
+    if _COUNT is None:
+        from llama_index.core.utils import get_tokenizer
+
+        encode = get_tokenizer()
+        _COUNT = lambda s: len(encode(s))  # noqa: E731
+    return _COUNT(text)
+
+
+class CorpusIngest(BaseModel):
+    apis: list[ApiChunks] = Field(default_factory=list)
+    report: IngestReport = Field(default_factory=IngestReport)
+
+
+def ingest_spec(path: Path, file_id: str, max_tokens: int, explicit: bool = True) -> ApiChunks | SkippedSpec | None:
+    """Chunk one entry file. None: a file found in a folder that is no spec (not reported)."""
+    try:
+        raw = path.read_bytes()
+        if not explicit and not looks_like_spec(path, raw):
+            return None
+        source = SpecSource(path, raw)
+        if not explicit and not (isinstance(source.doc, dict) and ("openapi" in source.doc or "swagger" in source.doc)):
+            return None
+        check_spec(source.doc)
+        if ":" in file_id:
+            raise SpecError(f"file_id {file_id!r} contains ':' (reserved in chunk ids); rename the file")
+        return SpecChunker(source, file_id, max_tokens, count_tokens).run()
+    except SpecError as exc:
+        return SkippedSpec(file=str(path), reason=str(exc))
+    except OSError as exc:
+        return SkippedSpec(file=str(path), reason=f"unreadable: {exc.strerror or exc}")
+    except RecursionError:
+        return SkippedSpec(file=str(path), reason="structure nested too deeply")
+    except Exception as exc:  # noqa: BLE001 - one broken spec must not stop the corpus
+        return SkippedSpec(file=str(path), reason=f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
+
+
+def _job(args: tuple[Path, str, int, bool]) -> ApiChunks | SkippedSpec | None:
+    return ingest_spec(*args)
+
+
+def iter_ingest(paths: list[Path], max_tokens: int, workers: int | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:
+    """Yield (file, result) as specs finish; raises CorpusError for a missing input path."""
+    explicit, found = discover_spec_files(paths)
+    jobs = [(p, p.stem, max_tokens, True) for p in explicit] + [(p, p.stem, max_tokens, False) for p in found]
+    jobs.sort(key=lambda j: -_size(j[0]))  # big specs first: better load balance
+    workers = workers or min(os.cpu_count() or 1, 4)
+    if workers <= 1 or len(jobs) < 4:
+        for job in jobs:
+            yield job[0], _job(job)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield from zip((j[0] for j in jobs), pool.map(_job, jobs, chunksize=4))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | None = None,
+                 on_progress: Callable[[int, int], None] | None = None) -> CorpusIngest:
+    start = time.perf_counter()
+    for path in paths:
+        if not path.exists():
+            raise CorpusError(f"no such file or folder: {path}")
+    result = CorpusIngest()
+    seen: dict[str, str] = {}
+    for i, (path, outcome) in enumerate(iter_ingest(paths, max_tokens, workers), start=1):
+        if on_progress:
+            on_progress(i, 0)
+        if outcome is None:
+            continue
+        if isinstance(outcome, SkippedSpec):
+            result.report.specs_skipped.append(outcome)
+            continue
+        fid = outcome.api.file_id
+        if fid in seen:
+            result.report.specs_skipped.append(SkippedSpec(
+                file=str(path), reason=f"file_id {fid!r} already used by {seen[fid]}; rename one of the two files"))
+            continue
+        seen[fid] = str(path)
+        result.apis.append(outcome)
+    result.apis.sort(key=lambda a: a.api.file_id)
+    result.report.specs_skipped.sort(key=lambda s: s.file)
+    _summarise(result)
+    result.report.seconds = round(time.perf_counter() - start, 2)
+    return result
+
+
+def _summarise(result: CorpusIngest) -> None:
+    report = result.report
+    report.specs_read = len(result.apis)
+    counts: Counter[str] = Counter()
+    for api in result.apis:
+        counts.update(c.type.value for c in api.chunks)
+        report.refs.add(api.refs)
+    report.chunks = {k: counts.get(k, 0) for k in ("endpoint", "component", "errors")} | {"total": sum(counts.values())}

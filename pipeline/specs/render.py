@@ -1,0 +1,129 @@
+"""Texts of a chunk: the YAML an LLM reads, the short embedder text, the BM25 text."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+try:
+    from yaml import CSafeDumper as _BaseDumper
+except ImportError:  # pragma: no cover
+    from yaml import SafeDumper as _BaseDumper  # type: ignore[assignment]
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    def ignore_aliases(self, data: Any) -> bool:  # shared YAML anchors render inline, not as &id001
+        return True
+
+
+def _represent_unknown(dumper: yaml.SafeDumper, data: Any) -> yaml.Node:
+    return dumper.represent_str(str(data))
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    if "\n" in data:  # literal blocks: no doubled blank lines, fewer tokens
+        data = "\n".join(line.rstrip() for line in data.split("\n"))
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_str(data)
+
+
+_Dumper.add_representer(None, _represent_unknown)  # type: ignore[arg-type]
+_Dumper.add_representer(str, _represent_str)
+
+
+def to_yaml(value: Any) -> str:
+    return yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=4096).rstrip()
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./{}]+")
+_MD = re.compile(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|[*_`#>|]+")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+def split_identifier(name: str) -> str:
+    """``createUser`` / ``movie_id`` -> ``create User`` / ``movie id``."""
+    return " ".join(p for p in _CAMEL.split(name) if p)
+
+
+def strip_markdown(text: str) -> str:
+    text = _LINK.sub(r"\1", str(text or ""))
+    return " ".join(_MD.sub(" ", text).split())
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    text = strip_markdown(text)
+    cut = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0]
+    return cut[:limit]
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def parameter_names(params: Any) -> list[str]:
+    names = []
+    for p in params if isinstance(params, list) else []:
+        if isinstance(p, dict) and isinstance(p.get("name"), str):
+            names.append(p["name"])
+        elif isinstance(p, dict) and isinstance(p.get("$ref"), str):
+            names.append(p["$ref"].rsplit("/", 1)[-1])
+    return names
+
+
+def property_names(schema: Any, depth: int = 0) -> list[str]:
+    """Property names of a schema, through allOf/items one level, refs by their last segment."""
+    if not isinstance(schema, dict) or depth > 2:
+        return []
+    names = [str(k) for k in (schema.get("properties") or {}) if isinstance(schema.get("properties"), dict)]
+    for key in ("allOf", "oneOf", "anyOf"):
+        for sub in schema.get(key) or [] if isinstance(schema.get(key), list) else []:
+            names += property_names(sub, depth + 1)
+            if isinstance(sub, dict) and isinstance(sub.get("$ref"), str):
+                names.append(ref_name(sub["$ref"]))
+    if isinstance(schema.get("items"), dict):
+        names += property_names(schema["items"], depth + 1)
+    return names
+
+
+def body_schemas(operation: dict) -> list[Any]:
+    """Request body schemas (OAS 3 requestBody or Swagger 2 body parameter)."""
+    schemas = []
+    body = operation.get("requestBody")
+    if isinstance(body, dict):
+        for media in (body.get("content") or {}).values() if isinstance(body.get("content"), dict) else []:
+            if isinstance(media, dict):
+                schemas.append(media.get("schema"))
+        if "$ref" in body:
+            schemas.append(body)
+    for p in operation.get("parameters") or [] if isinstance(operation.get("parameters"), list) else []:
+        if isinstance(p, dict) and p.get("in") == "body":
+            schemas.append(p.get("schema"))
+    return [s for s in schemas if isinstance(s, dict)]
+
+
+def ref_names(value: Any, limit: int = 12) -> list[str]:
+    """Last segments of the $refs in a fragment (schema names), shallow-first, deduped."""
+    names: list[str] = []
+    stack = [value]
+    while stack and len(names) < limit:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                name = ref_name(ref)
+                if name and name not in names:
+                    names.append(name)
+            stack.extend(v for k, v in node.items() if not str(k).startswith("x-"))
+        elif isinstance(node, list):
+            stack.extend(node)
+    return names
+
+
+def ref_name(ref: str) -> str:
+    """``#/definitions/User`` -> ``User``; ``models/droplet.yml`` -> ``droplet``."""
+    file_part, _, fragment = ref.partition("#")
+    name = fragment.rstrip("/").rsplit("/", 1)[-1] if fragment.strip("/") else file_part.rsplit("/", 1)[-1]
+    return re.sub(r"\.(ya?ml|json)$", "", name)

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from pydantic import BaseModel, Field
+from tqdm import tqdm
 
-from pipeline.errors import CorpusError, SpecError
+from pipeline.errors import SpecError
 from pipeline.specs.chunker import SpecChunker
 from pipeline.specs.loader import SpecSource, check_spec, discover_spec_files, looks_like_spec
 from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
@@ -65,11 +66,16 @@ def _job(args: tuple[Path, str, int, bool]) -> ApiChunks | SkippedSpec | None:
     return ingest_spec(*args)
 
 
-def iter_ingest(paths: list[Path], max_tokens: int, workers: int | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:
-    """Yield (file, result) as specs finish; raises CorpusError for a missing input path."""
+def plan_jobs(paths: list[Path], max_tokens: int) -> list[tuple[Path, str, int, bool]]:
+    """One job per candidate file, big specs first (better load balance); CorpusError for a missing path."""
     explicit, found = discover_spec_files(paths)
     jobs = [(p, p.stem, max_tokens, True) for p in explicit] + [(p, p.stem, max_tokens, False) for p in found]
-    jobs.sort(key=lambda j: -_size(j[0]))  # big specs first: better load balance
+    jobs.sort(key=lambda j: (-_size(j[0]), str(j[0])))
+    return jobs
+
+
+def iter_ingest(jobs: list[tuple[Path, str, int, bool]], workers: int | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:
+    """Yield (file, result) in job order."""
     workers = workers or min(os.cpu_count() or 1, 4)
     if workers <= 1 or len(jobs) < 4:
         for job in jobs:
@@ -87,16 +93,15 @@ def _size(path: Path) -> int:
 
 
 def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | None = None,
-                 on_progress: Callable[[int, int], None] | None = None) -> CorpusIngest:
+                 progress: bool = False) -> CorpusIngest:
+    """Ingest every spec under ``paths``; CorpusError only for a missing input path."""
     start = time.perf_counter()
-    for path in paths:
-        if not path.exists():
-            raise CorpusError(f"no such file or folder: {path}")
+    jobs = plan_jobs(paths, max_tokens)
     result = CorpusIngest()
     seen: dict[str, str] = {}
-    for i, (path, outcome) in enumerate(iter_ingest(paths, max_tokens, workers), start=1):
-        if on_progress:
-            on_progress(i, 0)
+    bar = tqdm(total=len(jobs), desc="ingest", unit="file", disable=not progress, leave=False)
+    for path, outcome in iter_ingest(jobs, workers):
+        bar.update()
         if outcome is None:
             continue
         if isinstance(outcome, SkippedSpec):
@@ -109,6 +114,7 @@ def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | No
             continue
         seen[fid] = str(path)
         result.apis.append(outcome)
+    bar.close()
     result.apis.sort(key=lambda a: a.api.file_id)
     result.report.specs_skipped.sort(key=lambda s: s.file)
     _summarise(result)

@@ -47,7 +47,7 @@ def parse_bytes(raw: bytes, path: Path) -> Any:
 
 
 def _one_line(exc: object) -> str:
-    return " ".join(str(exc).split())[:200]
+    return " ".join(str(exc).replace('in "<byte string>", ', "").split())[:200]
 
 
 def looks_like_spec(path: Path, raw: bytes) -> bool:

@@ -1,0 +1,86 @@
+"""KnowledgeContext assembly from an expansion, and its markdown view.
+
+The markdown serves both an LLM prompt and the CLI's human view: every chunk keeps its id (so
+answers can cite it) and its YAML text verbatim in a fenced block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from pipeline.context import ContextChunk, KnowledgeContext, RetrievalStats
+from pipeline.stages.ref_expand import ExpansionResult
+
+
+def assemble_context(query: str, expansion: ExpansionResult, stats: RetrievalStats) -> KnowledgeContext:
+    """The final context; copies the expansion's counts into ``stats`` (mutated and embedded)."""
+    stats.refs_followed = expansion.refs_followed
+    stats.refs_missing = list(expansion.refs_missing)
+    stats.refs_cut = list(expansion.refs_cut)
+    stats.limits_hit = list(dict.fromkeys([*stats.limits_hit, *expansion.limits_hit]))
+    stats.truncated = stats.truncated or expansion.truncated
+    return KnowledgeContext(
+        query=query,
+        primary_chunks=list(expansion.primary),
+        referenced_chunks=list(expansion.referenced),
+        total_tokens=expansion.total_tokens,
+        retrieval_stats=stats,
+    )
+
+
+def render_markdown(ctx: KnowledgeContext) -> str:
+    """Header (query, APIs), ``## Primary``, ``## Referenced (depth N, from X)`` groups, stats."""
+    stats = ctx.retrieval_stats
+    apis = ", ".join(f"`{a}`" for a in stats.selected_apis) or "none selected"
+    lines = [f"# Context for: {ctx.query}", "", f"APIs: {apis}"]
+    if stats.expanded_query and stats.expanded_query != ctx.query:
+        lines.append(f"Expanded query: {stats.expanded_query}")
+    lines += ["", "## Primary", ""]
+    if not ctx.primary_chunks:
+        lines += ["_No matching chunks._", ""]
+    for rank, chunk in enumerate(ctx.primary_chunks, 1):
+        lines += _chunk_block(chunk, f"{rank}. ")
+    group: tuple[int, str | None] | None = None
+    for chunk in ctx.referenced_chunks:  # BFS order keeps each (depth, referrer) group together
+        if (chunk.depth, chunk.referenced_from) != group:
+            group = (chunk.depth, chunk.referenced_from)
+            lines += [f"## Referenced (depth {chunk.depth}, from `{chunk.referenced_from}`)", ""]
+        lines += _chunk_block(chunk)
+    lines += ["---", _footer(ctx)]
+    return "\n".join(lines) + "\n"
+
+
+def describe(chunk: ContextChunk) -> str:
+    """``endpoint · POST /users``, ``errors · POST /users``, ``component · schemas User``."""
+    meta = chunk.metadata
+    kind = str(meta.get("type", "") or "chunk")
+    method, path = str(meta.get("method", "")), str(meta.get("path", ""))
+    if method and path:
+        return f"{kind} · {method.upper()} {path}"
+    name = " ".join(str(meta.get(k, "")) for k in ("kind", "name") if meta.get(k))
+    return f"{kind} · {name}" if name else kind
+
+
+def _chunk_block(chunk: ContextChunk, prefix: str = "") -> list[str]:
+    fence = "`" * max(3, _longest_backtick_run(chunk.text) + 1)
+    facts = [f"{chunk.n_tokens} tokens"]
+    if chunk.score is not None:
+        facts.insert(0, f"score {chunk.score:.4g}")
+    return [f"### {prefix}`{chunk.id}` — {describe(chunk)}", " · ".join(facts), "",
+            f"{fence}yaml", chunk.text.rstrip("\n"), fence, ""]
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(m) for m in re.findall(r"`+", text)), default=0)
+
+
+def _footer(ctx: KnowledgeContext) -> str:
+    stats = ctx.retrieval_stats
+    cut = Counter(c.reason for c in stats.refs_cut)
+    cut_text = f"{len(stats.refs_cut)}" + (f" ({', '.join(f'{r}: {n}' for r, n in cut.items())})" if cut else "")
+    fallbacks = ", ".join(f"{f.stage}/{f.reason}" for f in stats.fallbacks) or "none"
+    return (f"Stats: {ctx.total_tokens} tokens · {len(ctx.primary_chunks)} primary, "
+            f"{len(ctx.referenced_chunks)} referenced · refs followed {stats.refs_followed}, "
+            f"missing {len(stats.refs_missing)}, cut {cut_text} · fallbacks: {fallbacks} · "
+            f"truncated: {'yes' if stats.truncated else 'no'}")

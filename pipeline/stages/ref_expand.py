@@ -1,0 +1,279 @@
+"""Reference expansion: follow ``ref_ids`` breadth-first so the context carries every schema,
+parameter and error response the retrieved chunks depend on.
+
+The rules, chosen to keep the output deterministic and the best hit complete:
+
+- Primary chunks (the retriever's nodes, deduped by id, in rank order) are always kept, even
+  when they alone exceed the token or chunk limit.
+- Fetching is breadth-first: depth 1 holds the refs of the primaries, depth 2 their refs, and
+  so on, with ONE batched ``lookup.get_chunks`` call per level (at most
+  ``LEVEL_FETCH_FACTOR * max_total_chunks`` candidates per level, best roots first; the rest
+  are cut ``max_chunks``). Each id is considered once (visited set): cycles end, and a ref
+  reachable twice appears once, at its smallest depth, credited to its first referrer. Every
+  candidate inherits the *root*: the primary it descends from.
+- Admission is by (root rank, depth, discovery order): the top hit's whole closure (within
+  ``max_depth``) comes before the second hit's references, so a budget never starves the best
+  answer of its deep dependencies (User -> Address -> Country).
+- A chunk is admitted only if its referrer was: a child of a cut chunk is cut with the same
+  reason (never Country without Address).
+- Slots: references get ``max_total_chunks - len(primary)`` slots; tokens, ``token_limit``
+  minus the primaries' tokens. With ``prioritize_primary`` references get at least 40% of both
+  (the 60/40 split), so large primaries cannot squeeze them out; the total may then exceed
+  ``token_limit`` and ``limits_hit`` says so. Without it, references only get what is left.
+- Tokens, first fit: a reference that would overflow its budget is cut and admission goes on,
+  so a smaller reference later in the order may still fit.
+- Refs found on chunks at ``max_depth`` are cut with reason ``depth`` without a lookup.
+- Missing ids (not returned by the lookup) are counted and logged, never fatal.
+- Timeout, from the start of ``expand``: a lookup still running at the deadline is abandoned,
+  every pending candidate is cut with reason ``timeout`` and ``truncated`` is set; what was
+  fetched before is still admitted.
+
+Every cut is named in ``refs_cut`` (a ``CutRef``), so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any, NamedTuple, Optional, Protocol, runtime_checkable
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.utils import get_tokenizer
+from pydantic import BaseModel
+
+from pipeline.context import ContextChunk, CutRef
+from pipeline.nodes import chunk_to_node
+from pipeline.settings import Settings
+from pipeline.specs.models import Chunk, decode_ref_ids
+
+logger = logging.getLogger(__name__)
+
+REFERENCE_SHARE = 0.4  # the references' guaranteed share of chunk slots and tokens (60/40 split)
+LEVEL_FETCH_FACTOR = 4  # per level, fetch at most this many times max_total_chunks candidates
+
+
+@runtime_checkable
+class ChunkLookup(Protocol):
+    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
+        """Chunks by id, in one batch; ids that do not exist are absent from the result."""
+        ...
+
+
+class ExpansionResult(BaseModel):
+    primary: list[ContextChunk] = Field(default_factory=list, description="the retriever's chunks, rank order")
+    referenced: list[ContextChunk] = Field(default_factory=list, description="dependencies, BFS order")
+    total_tokens: int = Field(0, description="tokens of primary plus referenced chunks")
+    refs_followed: int = Field(0, description="references added to the context")
+    refs_missing: list[str] = Field(default_factory=list, description="ref ids the lookup did not know")
+    refs_cut: list[CutRef] = Field(default_factory=list, description="refs left out by a limit, with the reason")
+    limits_hit: list[str] = Field(default_factory=list, description="depth, max_chunks, token_limit, timeout")
+    truncated: bool = Field(False, description="the timeout stopped the walk; the context is partial")
+
+    def cut(self, candidates: list[_Candidate], reason: str) -> None:
+        self.refs_cut += [CutRef(id=c.id, referenced_from=c.referenced_from, depth=c.depth, reason=reason)
+                          for c in candidates]
+        if candidates:
+            self.hit(reason)
+
+    def hit(self, reason: str) -> None:
+        if reason not in self.limits_hit:
+            self.limits_hit.append(reason)
+
+
+class _Candidate(NamedTuple):
+    id: str
+    referenced_from: str
+    depth: int
+
+
+class ReferenceExpander(BaseNodePostprocessor):
+    """Adds every chunk the retrieved chunks reference, within depth, slot, token and time limits."""
+
+    lookup: Any = Field(exclude=True, description="a ChunkLookup: chunks by id, one batch per level")
+    max_depth: int = Field(3, ge=0, description="ref hops followed from a primary chunk")
+    max_total_chunks: int = Field(15, ge=0, description="primary plus referenced chunks (primaries always kept)")
+    token_limit: int = Field(4000, ge=0, description="token budget for the whole context (primaries always kept)")
+    timeout_ms: int = Field(5000, gt=0, description="wall time for the walk; partial context after it")
+    prioritize_primary: bool = Field(True, description="reserve at least 40% of the chunk slots for references")
+    _last_result: Optional[ExpansionResult] = PrivateAttr(default=None)
+
+    def __init__(self, lookup: ChunkLookup, **kwargs: Any) -> None:
+        if not isinstance(lookup, ChunkLookup):
+            raise ValueError("lookup must have a get_chunks(ids) -> dict[str, Chunk] method")
+        super().__init__(lookup=lookup, **kwargs)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ReferenceExpander"
+
+    @classmethod
+    def from_settings(cls, lookup: ChunkLookup, settings: Settings) -> "ReferenceExpander":
+        return cls(lookup=lookup, max_depth=settings.max_depth, max_total_chunks=settings.max_total_chunks,
+                   token_limit=settings.context_token_limit, timeout_ms=settings.timeout_ms,
+                   prioritize_primary=settings.prioritize_primary)
+
+    @property
+    def last_result(self) -> ExpansionResult | None:
+        """Stats of the last ``postprocess_nodes`` call (not thread-safe: one expander per thread)."""
+        return self._last_result
+
+    def expand(self, primary: list[NodeWithScore]) -> ExpansionResult:
+        """Primary chunks plus their references, with every limit hit recorded."""
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        result, visited = ExpansionResult(), set()
+        for nws in primary:
+            if nws.node.node_id not in visited:
+                visited.add(nws.node.node_id)
+                result.primary.append(self._primary_chunk(nws))
+        result.total_tokens = sum(c.n_tokens for c in result.primary)
+        if result.total_tokens > self.token_limit:
+            result.hit("token_limit")
+        roots = {c.id: rank for rank, c in enumerate(result.primary)}
+        found = self._walk(result, visited, roots, deadline)
+        self._admit(result, found, roots)
+        result.refs_followed = len(result.referenced)
+        if result.refs_missing:
+            logger.warning("%d referenced chunks not found: %s", len(result.refs_missing), result.refs_missing[:5])
+        return result
+
+    def _walk(self, result: ExpansionResult, visited: set[str], roots: dict[str, int],
+              deadline: float) -> list[tuple[_Candidate, Chunk]]:
+        """Breadth-first fetch, one batched lookup per level; each candidate inherits its parent's root."""
+        fetched: list[tuple[_Candidate, Chunk]] = []
+        level = _candidates(result.primary, visited, 1)
+        cap = self.max_total_chunks * LEVEL_FETCH_FACTOR
+        while level:
+            if level[0].depth > self.max_depth:
+                result.cut(level, "depth")
+                break
+            level.sort(key=lambda c: roots[c.referenced_from])  # stable: best-ranked roots first
+            level, overflow = level[:cap], level[cap:]
+            result.cut(overflow, "max_chunks")
+            found = _fetch(self.lookup, [c.id for c in level], deadline)
+            if found is None:
+                result.cut(level, "timeout")
+                result.truncated = True
+                break
+            parents = []
+            for cand in level:
+                chunk = found.get(cand.id)
+                if chunk is None:
+                    result.refs_missing.append(cand.id)
+                    continue
+                roots[cand.id] = roots[cand.referenced_from]
+                fetched.append((cand, chunk))
+                parents.append(_as_parent(cand.id, chunk))
+            level = _candidates(parents, visited, level[0].depth + 1)
+        return fetched
+
+    def _admit(self, result: ExpansionResult, fetched: list[tuple[_Candidate, Chunk]], roots: dict[str, int]) -> None:
+        """Admit by (root rank, depth): the best hit's whole closure before the next hit's refs."""
+        slots = self._reference_slots(len(result.primary))
+        budget = self._reference_tokens(result.total_tokens)
+        admitted = {c.id for c in result.primary}
+        cut_reason: dict[str, str] = {}
+        used = 0
+        for cand, chunk in sorted(fetched, key=lambda fc: (roots[fc[0].id], fc[0].depth)):
+            n_tokens = chunk.n_tokens if chunk.n_tokens > 0 else _count_tokens(chunk.text)
+            reason = cut_reason.get(cand.referenced_from)  # never a child without its parent
+            if reason is None and len(result.referenced) >= slots:
+                reason = "max_chunks"
+            if reason is None and used + n_tokens > budget:
+                reason = "token_limit"
+            if reason is not None or cand.referenced_from not in admitted:
+                reason = reason or "max_chunks"
+                cut_reason[cand.id] = reason
+                result.cut([cand], reason)
+                continue
+            result.referenced.append(ContextChunk(id=cand.id, text=chunk.text, metadata=chunk.metadata(),
+                                                  n_tokens=n_tokens, depth=cand.depth,
+                                                  referenced_from=cand.referenced_from))
+            admitted.add(cand.id)
+            used += n_tokens
+        result.total_tokens += used
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
+    ) -> list[NodeWithScore]:
+        result = self.expand(nodes)
+        self._last_result = result
+        by_id: dict[str, NodeWithScore] = {}
+        for nws in nodes:  # the primaries as given, duplicates dropped like in expand()
+            by_id.setdefault(nws.node.node_id, nws)
+        return [*by_id.values(), *(NodeWithScore(node=_reference_node(c), score=None) for c in result.referenced)]
+
+    def _reference_slots(self, n_primary: int) -> int:
+        free = max(0, self.max_total_chunks - n_primary)
+        if self.prioritize_primary:
+            return max(free, int(self.max_total_chunks * REFERENCE_SHARE))
+        return free
+
+    def _reference_tokens(self, primary_tokens: int) -> int:
+        """Tokens left for references; with ``prioritize_primary`` at least 40% of the limit."""
+        free = max(0, self.token_limit - primary_tokens)
+        if self.prioritize_primary:
+            return max(free, int(self.token_limit * REFERENCE_SHARE))
+        return free
+
+    @staticmethod
+    def _primary_chunk(nws: NodeWithScore) -> ContextChunk:
+        text = nws.node.get_content()
+        metadata = dict(nws.node.metadata)
+        n_tokens = int(metadata.get("n_tokens", 0) or 0)
+        return ContextChunk(id=nws.node.node_id, text=text, metadata=metadata, score=nws.score,
+                            n_tokens=n_tokens if n_tokens > 0 else _count_tokens(text))
+
+
+def _candidates(parents: list[ContextChunk], visited: set[str], depth: int) -> list[_Candidate]:
+    """Unvisited refs of ``parents``, in parent order then ref order; marks them visited."""
+    out = []
+    for parent in parents:
+        for ref_id in decode_ref_ids(parent.metadata.get("ref_ids")):
+            if ref_id not in visited:
+                visited.add(ref_id)
+                out.append(_Candidate(ref_id, parent.id, depth))
+    return out
+
+
+def _as_parent(chunk_id: str, chunk: Chunk) -> ContextChunk:
+    return ContextChunk(id=chunk_id, text="", metadata={"ref_ids": json.dumps(chunk.ref_ids)})
+
+
+def _fetch(lookup: ChunkLookup, ids: list[str], deadline: float) -> dict[str, Chunk] | None:
+    """One batched lookup, abandoned (None) if it is still running at the deadline."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = lookup.get_chunks(ids)
+        except Exception as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="ref-expand-lookup", daemon=True)
+    worker.start()
+    worker.join(remaining)
+    if worker.is_alive():
+        return None
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _count_tokens(text: str) -> int:
+    return len(get_tokenizer()(text))
+
+
+def _reference_node(ctx: ContextChunk) -> TextNode:
+    node = chunk_to_node(Chunk.from_metadata(ctx.id, ctx.text, ctx.metadata))
+    extra = {"depth": ctx.depth, "referenced_from": ctx.referenced_from or ""}
+    node.metadata.update(extra)
+    node.excluded_embed_metadata_keys += list(extra)
+    node.excluded_llm_metadata_keys += list(extra)
+    return node

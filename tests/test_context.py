@@ -1,0 +1,110 @@
+"""assemble_context and render_markdown over a real expansion of a tiny users API."""
+
+from __future__ import annotations
+
+from llama_index.core.schema import NodeWithScore
+
+from pipeline.context import CutRef, KnowledgeContext, RetrievalStats
+from pipeline.nodes import chunk_to_node
+from pipeline.render import assemble_context, describe, render_markdown
+from pipeline.specs.models import Chunk, ChunkType
+from pipeline.stages.ref_expand import ExpansionResult, ReferenceExpander
+
+POST = "users:paths/~1users/post"
+USER = "users:components/schemas/User"
+ADDRESS = "users:components/schemas/Address"
+ERRORS = POST + ":errors"
+USER_YAML = "type: object\nproperties:\n  address:\n    $ref: '#/components/schemas/Address'\n"
+
+
+class DictLookup:
+    def __init__(self, chunks: list[Chunk]):
+        self.chunks = {c.id: c for c in chunks}
+
+    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
+        return {i: self.chunks[i] for i in ids if i in self.chunks}
+
+
+def _chunks() -> list[Chunk]:
+    common = {"file_id": "users", "embed_text": "", "search_text": "", "n_tokens": 30}
+    return [
+        Chunk(id=POST, type=ChunkType.ENDPOINT, kind="operation", method="POST", path="/users",
+              text="summary: Create a user\nrequestBody:\n  $ref: '#/components/schemas/User'\n",
+              ref_ids={USER: ["#/requestBody"], ERRORS: []}, **common),
+        Chunk(id=USER, type=ChunkType.COMPONENT, kind="schemas", name="User", text=USER_YAML,
+              ref_ids={ADDRESS: ["#/properties/address"]}, **common),
+        Chunk(id=ERRORS, type=ChunkType.ERRORS, kind="errors", method="POST", path="/users",
+              text="'422':\n  description: \"```not a fence```\"\n", **common),
+        Chunk(id=ADDRESS, type=ChunkType.COMPONENT, kind="schemas", name="Address",
+              text="type: object\n", ref_ids={"users:components/schemas/Country": []}, **common),
+    ]
+
+
+def _context(max_depth: int = 1) -> KnowledgeContext:
+    chunks = _chunks()
+    expansion = ReferenceExpander(lookup=DictLookup(chunks), max_depth=max_depth).expand(
+        [NodeWithScore(node=chunk_to_node(chunks[0]), score=0.0325)])
+    stats = RetrievalStats(selected_apis=["users"], limits_hit=["type_filter"])
+    stats.add_fallback("select", "no_llm")
+    return assemble_context("how do I create a user?", expansion, stats)
+
+
+def test_assemble_fills_stats():
+    ctx = _context()
+    stats = ctx.retrieval_stats
+    assert [c.id for c in ctx.primary_chunks] == [POST]
+    assert [c.id for c in ctx.referenced_chunks] == [USER, ERRORS]
+    assert [c.id for c in ctx.chunks] == [POST, USER, ERRORS]
+    assert ctx.total_tokens == 90 and stats.refs_followed == 2
+    assert stats.refs_cut == [CutRef(id=ADDRESS, referenced_from=USER, depth=2, reason="depth")]
+    assert stats.limits_hit == ["type_filter", "depth"] and stats.truncated is False
+    assert stats.selected_apis == ["users"]  # earlier stages' stats are kept
+
+
+def test_assemble_carries_missing_and_truncation():
+    expansion = ExpansionResult(refs_missing=["users:components/schemas/Ghost"], truncated=True,
+                                limits_hit=["timeout"])
+    ctx = assemble_context("q", expansion, RetrievalStats())
+    assert ctx.chunks == [] and ctx.retrieval_stats.truncated
+    assert ctx.retrieval_stats.refs_missing == ["users:components/schemas/Ghost"]
+
+
+def test_markdown_has_sections_ids_and_yaml():
+    md = render_markdown(_context(max_depth=3))
+    assert md.startswith("# Context for: how do I create a user?\n")
+    assert "APIs: `users`" in md
+    primary, referenced = md.index("## Primary"), md.index(f"## Referenced (depth 1, from `{POST}`)")
+    depth2 = md.index(f"## Referenced (depth 2, from `{USER}`)")
+    assert primary < referenced < depth2
+    assert f"### 1. `{POST}` — endpoint · POST /users" in md
+    assert f"### `{USER}` — component · schemas User" in md
+    assert f"### `{ERRORS}` — errors · POST /users" in md
+    assert f"```yaml\n{USER_YAML}```" in md
+    assert "score 0.0325 · 30 tokens" in md
+    assert "````yaml\n'422':" in md  # the fence outgrows backticks inside the text
+    footer = md.rstrip().splitlines()[-1]
+    assert footer.startswith("Stats: 120 tokens")
+    assert "refs followed 3, missing 1, cut 0" in footer  # Country is missing at depth 3
+    assert "fallbacks: select/no_llm" in footer and "truncated: no" in footer
+
+
+def test_markdown_of_empty_context_and_cut_summary():
+    ctx = KnowledgeContext(query="nothing", retrieval_stats=RetrievalStats(
+        refs_cut=[CutRef(id="a:b", referenced_from="a:c", depth=4, reason="depth")], truncated=True))
+    md = render_markdown(ctx)
+    assert "APIs: none selected" in md and "_No matching chunks._" in md
+    assert "cut 1 (depth: 1)" in md and "truncated: yes" in md and "## Referenced" not in md
+
+
+def test_describe_falls_back_to_type():
+    ctx = _context()
+    assert describe(ctx.referenced_chunks[0]) == "component · schemas User"
+    assert describe(ctx.primary_chunks[0].model_copy(update={"metadata": {}})) == "chunk"
+
+
+def test_json_round_trip():
+    ctx = _context(max_depth=2)
+    again = KnowledgeContext.model_validate_json(ctx.to_json())
+    assert again == ctx
+    assert again.referenced_chunks[0].referenced_from == POST
+    assert again.retrieval_stats.fallbacks[0].reason == "no_llm"

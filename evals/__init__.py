@@ -1,0 +1,23 @@
+"""specrag evals: query sets, metrics, the runner, reports and run comparison."""
+
+from evals.compare import compare_runs
+from evals.querysets import EvalQuery, GoldEndpoint, QuerySetError, load_query_sets
+from evals.report import EvalRun, QueryResult, load_run, write_run
+from evals.runner import ChunkLookup, ContextSource, EvalMode, EvalSetting, run_eval
+
+__all__ = [
+    "ChunkLookup",
+    "ContextSource",
+    "EvalMode",
+    "EvalQuery",
+    "EvalRun",
+    "EvalSetting",
+    "GoldEndpoint",
+    "QueryResult",
+    "QuerySetError",
+    "compare_runs",
+    "load_query_sets",
+    "load_run",
+    "run_eval",
+    "write_run",
+]

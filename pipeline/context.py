@@ -55,6 +55,8 @@ class RetrievalStats(BaseModel):
     dropped_api_ids: list[str] = Field(default_factory=list, description="LLM-selected ids not in the catalog")
     dropped_terms: list[str] = Field(default_factory=list, description="LLM-added terms in no selected index")
     fallbacks: list[Fallback] = Field(default_factory=list)
+    ranking: list[str] = Field(default_factory=list,
+                               description="the retriever's ranked candidates (up to 10); the first max_primary_results are the primary chunks")
     intent: str | None = Field(None, description="endpoint, schema or errors when query analysis set a type filter")
     type_filter_relaxed: bool = False
     refs_followed: int = 0

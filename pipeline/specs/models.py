@@ -56,7 +56,7 @@ class Chunk(BaseModel):
             "summary": self.summary,
             "tags": json.dumps(self.tags),
             "n_tokens": self.n_tokens,
-            "ref_ids": json.dumps(self.ref_ids, sort_keys=True),
+            "ref_ids": json.dumps(self.ref_ids),  # insertion order = order of appearance in the spec
             "referenced_by": json.dumps(self.referenced_by),
         }
 

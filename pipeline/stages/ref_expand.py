@@ -153,6 +153,8 @@ class ReferenceExpander(BaseNodePostprocessor):
             level.sort(key=lambda c: roots[c.referenced_from])  # stable: best-ranked roots first
             level, overflow = level[:cap], level[cap:]
             result.cut(overflow, "max_chunks")
+            if not level:  # cap 0 (max_total_chunks=0): nothing to look up
+                break
             found = _fetch(self.lookup, [c.id for c in level], deadline)
             if found is None:
                 result.cut(level, "timeout")

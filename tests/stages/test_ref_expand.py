@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -12,7 +13,7 @@ from llama_index.core.utils import get_tokenizer
 from pipeline.nodes import chunk_to_node
 from pipeline.settings import Settings
 from pipeline.specs.models import Chunk, ChunkType
-from pipeline.stages.ref_expand import ChunkLookup, ExpansionResult, ReferenceExpander
+from pipeline.stages.ref_expand import LEVEL_FETCH_FACTOR, ChunkLookup, ExpansionResult, ReferenceExpander
 
 POST = "users:paths/~1users/post"
 GET = "users:paths/~1users~1{id}/get"
@@ -80,12 +81,14 @@ def cuts(result: ExpansionResult) -> list[tuple[str, str, int, str]]:
 
 def test_full_expansion_is_bfs_with_one_lookup_per_level():
     result, lookup = run(POST)
+    # ref_ids keep the spec's order (UserCreate before User), so Address is credited to UserCreate
+    assert list(json.loads(chunk_to_node(users_api()[0]).metadata["ref_ids"])) == [USER_CREATE, USER, POST_ERR]
     assert refs(result) == [
-        (USER, 1, POST), (USER_CREATE, 1, POST), (POST_ERR, 1, POST),
-        (ADDRESS, 2, USER), (ERROR, 2, POST_ERR), (VALIDATION, 2, POST_ERR),
+        (USER_CREATE, 1, POST), (USER, 1, POST), (POST_ERR, 1, POST),
+        (ADDRESS, 2, USER_CREATE), (VALIDATION, 2, POST_ERR), (ERROR, 2, POST_ERR),
         (COUNTRY, 3, ADDRESS),
     ]
-    assert lookup.calls == [[USER, USER_CREATE, POST_ERR], [ADDRESS, ERROR, VALIDATION], [COUNTRY]]
+    assert lookup.calls == [[USER_CREATE, USER, POST_ERR], [ADDRESS, VALIDATION, ERROR], [COUNTRY]]
     assert [c.id for c in result.primary] == [POST]
     assert result.total_tokens == 80 and result.refs_followed == 7
     assert result.refs_cut == [] and result.limits_hit == [] and not result.truncated
@@ -126,25 +129,57 @@ def test_token_limit_is_first_fit():
     chunks = users_api(post=100, User=200, UserCreate=20, Address=100)
     chunks = [chunk(c.id, list(c.ref_ids), 20 if c.id == POST_ERR else c.n_tokens) for c in chunks]
     result, _ = run(POST, chunks=chunks, token_limit=250)
-    # User (200) does not fit, the smaller refs after it do; Address is reached through UserCreate
-    assert refs(result) == [(USER_CREATE, 1, POST), (POST_ERR, 1, POST), (ADDRESS, 2, USER_CREATE), (ERROR, 2, POST_ERR)]
-    assert cuts(result) == [(USER, POST, 1, "token_limit"), (VALIDATION, POST_ERR, 2, "token_limit"),
+    # 150 tokens for refs: User (200) does not fit, the smaller refs after it do; Error (10) is one too many
+    assert refs(result) == [(USER_CREATE, 1, POST), (POST_ERR, 1, POST), (ADDRESS, 2, USER_CREATE),
+                            (VALIDATION, 2, POST_ERR)]
+    assert cuts(result) == [(USER, POST, 1, "token_limit"), (ERROR, POST_ERR, 2, "token_limit"),
                             (COUNTRY, ADDRESS, 3, "token_limit")]
     assert result.total_tokens == 250 and result.limits_hit == ["token_limit"]
 
 
-def test_refs_of_a_cut_chunk_are_not_followed():
-    chunks = users_api(post=100, User=500)
-    result, lookup = run(POST, chunks=[c for c in chunks if c.id != USER_CREATE], token_limit=400)
-    assert cuts(result)[0] == (USER, POST, 1, "token_limit")
-    assert ADDRESS not in [i for call in lookup.calls for i in call]
+def test_child_of_a_cut_chunk_is_cut_with_the_parents_reason():
+    # without UserCreate, Address hangs off User (500 tokens, cut); Address and Country would fit
+    chunks = [c for c in users_api(post=100, User=500) if c.id != USER_CREATE]
+    result, lookup = run(POST, chunks=chunks, token_limit=400)
+    assert lookup.calls == [[USER_CREATE, USER, POST_ERR], [ADDRESS, VALIDATION, ERROR], [COUNTRY]]
+    assert result.refs_missing == [USER_CREATE]
+    assert refs(result) == [(POST_ERR, 1, POST), (VALIDATION, 2, POST_ERR), (ERROR, 2, POST_ERR)]
+    assert cuts(result) == [(USER, POST, 1, "token_limit"), (ADDRESS, USER, 2, "token_limit"),
+                            (COUNTRY, ADDRESS, 3, "token_limit")]
+    assert result.total_tokens == 130 and result.limits_hit == ["token_limit"]
+    # the parent's reason wins over the slot limit: Country is cut for tokens, Error for slots
+    result, _ = run(POST, chunks=chunks, token_limit=400, max_total_chunks=3, prioritize_primary=False)
+    assert refs(result) == [(POST_ERR, 1, POST), (VALIDATION, 2, POST_ERR)]
+    assert cuts(result) == [(USER, POST, 1, "token_limit"), (ADDRESS, USER, 2, "token_limit"),
+                            (ERROR, POST_ERR, 2, "max_chunks"), (COUNTRY, ADDRESS, 3, "token_limit")]
+    assert result.limits_hit == ["token_limit", "max_chunks"]
 
 
 def test_primaries_are_kept_even_over_the_token_limit():
-    result, _ = run(POST, GET, chunks=users_api(post=3000, get=2000), token_limit=4000)
+    result, _ = run(POST, GET, chunks=users_api(post=3000, get=2000), token_limit=4000, prioritize_primary=False)
     assert [c.id for c in result.primary] == [POST, GET]
-    assert result.referenced == [] and result.total_tokens == 5000
-    assert {c.reason for c in result.refs_cut} == {"token_limit"} and "token_limit" in result.limits_hit
+    assert result.referenced == [] and result.total_tokens == 5000 and result.limits_hit == ["token_limit"]
+    assert cuts(result) == [
+        (USER_CREATE, POST, 1, "token_limit"), (USER, POST, 1, "token_limit"), (POST_ERR, POST, 1, "token_limit"),
+        (ADDRESS, USER_CREATE, 2, "token_limit"), (VALIDATION, POST_ERR, 2, "token_limit"),
+        (ERROR, POST_ERR, 2, "token_limit"), (COUNTRY, ADDRESS, 3, "token_limit"), (GET_ERR, GET, 1, "token_limit"),
+    ]
+
+
+def test_references_keep_forty_percent_of_tokens_over_large_primaries():
+    # primaries take 5000 of 4000 tokens; refs still get 40% = 1600: UserCreate + User fill it exactly
+    chunks = users_api(post=3000, get=2000, UserCreate=600, User=1000)
+    result, _ = run(POST, GET, chunks=chunks, token_limit=4000)
+    assert [c.id for c in result.primary] == [POST, GET]
+    assert refs(result) == [(USER_CREATE, 1, POST), (USER, 1, POST)]
+    assert result.total_tokens == 6600 and result.limits_hit == ["token_limit"]
+    assert cuts(result) == [
+        (POST_ERR, POST, 1, "token_limit"), (ADDRESS, USER_CREATE, 2, "token_limit"),
+        (VALIDATION, POST_ERR, 2, "token_limit"), (ERROR, POST_ERR, 2, "token_limit"),
+        (COUNTRY, ADDRESS, 3, "token_limit"), (GET_ERR, GET, 1, "token_limit"),
+    ]
+    result, _ = run(POST, GET, chunks=chunks, token_limit=4000, prioritize_primary=False)
+    assert result.referenced == [] and result.total_tokens == 5000 and len(result.refs_cut) == 8
 
 
 def test_tokens_are_counted_when_metadata_has_none():
@@ -161,13 +196,16 @@ def test_tokens_are_counted_when_metadata_has_none():
 
 def test_chunk_limit_cuts_remaining_refs():
     result, lookup = run(POST, max_total_chunks=4, prioritize_primary=False)
-    assert [c.id for c in result.referenced] == [USER, USER_CREATE, POST_ERR]
-    assert cuts(result) == [(ADDRESS, USER, 2, "max_chunks"), (ERROR, POST_ERR, 2, "max_chunks"),
-                            (VALIDATION, POST_ERR, 2, "max_chunks")]
-    assert result.limits_hit == ["max_chunks"] and len(lookup.calls) == 1
+    assert [c.id for c in result.referenced] == [USER_CREATE, USER, POST_ERR]
+    assert cuts(result) == [(ADDRESS, USER_CREATE, 2, "max_chunks"), (VALIDATION, POST_ERR, 2, "max_chunks"),
+                            (ERROR, POST_ERR, 2, "max_chunks"), (COUNTRY, ADDRESS, 3, "max_chunks")]
+    assert result.limits_hit == ["max_chunks"]
+    assert lookup.calls == [[USER_CREATE, USER, POST_ERR], [ADDRESS, VALIDATION, ERROR], [COUNTRY]]
     result, _ = run(POST, max_total_chunks=3, prioritize_primary=False)  # cut inside a level
-    assert [c.id for c in result.referenced] == [USER, USER_CREATE]
-    assert cuts(result)[0] == (POST_ERR, POST, 1, "max_chunks")
+    assert [c.id for c in result.referenced] == [USER_CREATE, USER]
+    assert cuts(result) == [(POST_ERR, POST, 1, "max_chunks"), (ADDRESS, USER_CREATE, 2, "max_chunks"),
+                            (VALIDATION, POST_ERR, 2, "max_chunks"), (ERROR, POST_ERR, 2, "max_chunks"),
+                            (COUNTRY, ADDRESS, 3, "max_chunks")]
 
 
 def _fleet(n: int) -> list[Chunk]:
@@ -191,6 +229,50 @@ def test_sixty_forty_split(n_primary, prioritize, n_refs):
     assert {c.reason for c in result.refs_cut} == {"max_chunks"}
 
 
+def test_top_hit_closure_comes_before_lower_hits_refs():
+    # seed example: POST /users is the top hit of 5; 10 ref slots, 14 refs found
+    chunks = users_api() + _fleet(3)
+    ops = [f"f:paths/~1op{i}/get" for i in range(3)]
+    result, lookup = run(POST, GET, *ops, chunks=chunks, max_total_chunks=15)
+    assert lookup.calls == [[USER_CREATE, USER, POST_ERR, GET_ERR] + [_t(j) for j in range(9)],
+                            [ADDRESS, VALIDATION, ERROR], [COUNTRY]]
+    assert refs(result) == [
+        (USER_CREATE, 1, POST), (USER, 1, POST), (POST_ERR, 1, POST), (ADDRESS, 2, USER_CREATE),
+        (VALIDATION, 2, POST_ERR), (ERROR, 2, POST_ERR), (COUNTRY, 3, ADDRESS),  # the whole closure
+        (GET_ERR, 1, GET), (_t(0), 1, ops[0]), (_t(1), 1, ops[0]),
+    ]
+    assert cuts(result) == [(_t(j), ops[j // 3], 1, "max_chunks") for j in range(2, 9)]
+    assert len(result.primary) + len(result.referenced) == 15 and result.limits_hit == ["max_chunks"]
+
+
+def _wide(n_ops: int, n_refs: int) -> list[Chunk]:
+    """n_ops operations, each referencing n_refs schemas of its own."""
+    ops = [chunk(f"w:paths/~1op{i}/get", [_t(n_refs * i + k) for k in range(n_refs)]) for i in range(n_ops)]
+    return ops + [chunk(_t(j)) for j in range(n_ops * n_refs)]
+
+
+@pytest.mark.parametrize("prioritize", [True, False])
+def test_level_fetch_cap_cuts_lowest_ranked_roots_first(prioritize):
+    cap = 5 * LEVEL_FETCH_FACTOR
+    k = cap // 2 + 1  # op0 and most of op1 fit the cap; the rest of op1 and all of op2 do not
+    chunks = _wide(3, k)
+    ops = [c.id for c in chunks[:3]]
+    result, lookup = run(*ops, chunks=chunks, max_total_chunks=5, prioritize_primary=prioritize)
+    assert lookup.calls == [[_t(j) for j in range(cap)]]  # one lookup, capped
+    assert [c.id for c in result.referenced] == [_t(0), _t(1)]  # 5 - 3 = 2 slots (40% of 5 is 2 too)
+    overflow = [(_t(j), ops[j // k], 1, "max_chunks") for j in range(cap, 3 * k)]
+    assert overflow[0][1] == ops[1] and overflow[-1][1] == ops[2]
+    admission = [(_t(j), ops[j // k], 1, "max_chunks") for j in range(2, cap)]
+    assert cuts(result) == overflow + admission and result.limits_hit == ["max_chunks"]
+
+
+def test_no_slots_means_no_lookup():
+    result, lookup = run(POST, max_total_chunks=0, prioritize_primary=False)
+    assert lookup.calls == [] and [c.id for c in result.primary] == [POST] and result.referenced == []
+    assert cuts(result) == [(USER_CREATE, POST, 1, "max_chunks"), (USER, POST, 1, "max_chunks"),
+                            (POST_ERR, POST, 1, "max_chunks")]
+
+
 def test_timeout_returns_partial_context():
     lookup = DictLookup(users_api(), delays=(0.0, 0.5))
     expander = ReferenceExpander(lookup=lookup, timeout_ms=150)
@@ -198,9 +280,10 @@ def test_timeout_returns_partial_context():
     result = expander.expand(primaries(users_api(), POST))
     assert time.monotonic() - started < 0.45
     assert result.truncated and "timeout" in result.limits_hit
-    assert [c.id for c in result.referenced] == [USER, USER_CREATE, POST_ERR]
-    assert cuts(result) == [(ADDRESS, USER, 2, "timeout"), (ERROR, POST_ERR, 2, "timeout"),
-                            (VALIDATION, POST_ERR, 2, "timeout")]
+    assert [c.id for c in result.referenced] == [USER_CREATE, USER, POST_ERR]
+    assert cuts(result) == [(ADDRESS, USER_CREATE, 2, "timeout"), (VALIDATION, POST_ERR, 2, "timeout"),
+                            (ERROR, POST_ERR, 2, "timeout")]
+    assert lookup.calls == [[USER_CREATE, USER, POST_ERR], [ADDRESS, VALIDATION, ERROR]]
 
 
 def test_lookup_errors_propagate():
@@ -233,9 +316,10 @@ def test_shared_refs_appear_once_at_smallest_depth():
     result, lookup = run(POST, GET, USER)
     ids = [c.id for c in result.referenced]
     assert len(ids) == len(set(ids)) and USER not in ids  # a primary is never repeated as a ref
-    assert refs(result)[:3] == [(USER_CREATE, 1, POST), (POST_ERR, 1, POST), (GET_ERR, 1, GET)]
-    assert (ADDRESS, 1, USER) in refs(result) and (ERROR, 2, POST_ERR) in refs(result)
-    assert lookup.calls[0] == [USER_CREATE, POST_ERR, GET_ERR, ADDRESS]
+    # admission by (root rank, depth): POST's closure, then GET's, then User's (Address at depth 1)
+    assert refs(result) == [(USER_CREATE, 1, POST), (POST_ERR, 1, POST), (VALIDATION, 2, POST_ERR),
+                            (ERROR, 2, POST_ERR), (GET_ERR, 1, GET), (ADDRESS, 1, USER), (COUNTRY, 2, ADDRESS)]
+    assert lookup.calls == [[USER_CREATE, POST_ERR, GET_ERR, ADDRESS], [VALIDATION, ERROR, COUNTRY]]
 
 
 def test_postprocess_nodes_returns_primary_then_refs_and_keeps_stats():
@@ -244,7 +328,7 @@ def test_postprocess_nodes_returns_primary_then_refs_and_keeps_stats():
     expander = ReferenceExpander(lookup=lookup, max_depth=1)
     nodes = primaries(chunks, POST, POST)
     out = expander.postprocess_nodes(nodes, query_str="create a user")
-    assert [n.node.node_id for n in out] == [POST, USER, USER_CREATE, POST_ERR]
+    assert [n.node.node_id for n in out] == [POST, USER_CREATE, USER, POST_ERR]
     assert out[0] is nodes[0] and out[1].score is None
     assert out[1].node.metadata["depth"] == 1 and out[1].node.metadata["referenced_from"] == POST
     assert "depth" not in out[1].node.get_content(metadata_mode="llm")

@@ -1,0 +1,169 @@
+"""What a run records (``results.json``) and the tables a person reads (``report.md``).
+
+``results.json`` keeps every query's gold, selection, ranking and context ids, so any tool can
+recompute the metrics or diff two runs (:mod:`evals.compare`) without rerunning anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from pipeline.context import Fallback
+
+from evals.metrics import LLMUsage, MetricSummary, QueryMetrics
+from evals.querysets import GoldEndpoint
+
+STAGES = ("select", "expand", "search", "refs", "assemble", "total")
+SCORE_COLUMNS = {"selection_accuracy": "API acc", "selection_precision": "API prec", "recall_at_5": "R@5",
+                 "recall_at_10": "R@10", "all_found_at_10": "all@10", "mrr": "MRR", "ndcg_at_10": "nDCG@10",
+                 "completeness": "complete", "closure_complete": "closure ok"}
+
+
+class RetrievedChunk(BaseModel):
+    id: str
+    api: str
+    type: str = Field(description="endpoint, component or errors")
+    method: str = ""
+    path: str = ""
+
+
+class Gold(BaseModel):
+    apis: list[str]
+    endpoints: list[GoldEndpoint]
+
+
+class QueryResult(BaseModel):
+    """Everything needed to recompute a query's metrics without rerunning it."""
+
+    id: str
+    set: str
+    query: str
+    gold: Gold
+    selected_apis: list[str] = Field(default_factory=list)
+    expanded_query: str = ""
+    retrieved: list[RetrievedChunk] = Field(default_factory=list, description="primary chunks, rank order")
+    context_ids: list[str] = Field(default_factory=list, description="every chunk id in the context")
+    context_tokens: int = 0
+    latency_ms: dict[str, float] = Field(default_factory=dict, description="total and per stage")
+    fallbacks: list[Fallback] = Field(default_factory=list)
+    llm: LLMUsage = Field(default_factory=LLMUsage)
+    metrics: QueryMetrics = Field(default_factory=QueryMetrics)
+    error: str | None = None
+
+    def failed(self) -> bool:
+        """Errored, missed a gold API, or left a gold endpoint out of the top 10."""
+        m = self.metrics
+        return self.error is not None or m.selection_accuracy < 1.0 or m.all_found_at_10 < 1.0
+
+
+class RunInfo(BaseModel):
+    mode: str
+    setting: str
+    sets: list[str] = Field(default_factory=list)
+    corpus: list[str] = Field(default_factory=list)
+    prompts_dir: str | None = None
+    prompts: list[str] = Field(default_factory=list, description="'name@hash' of every prompt that ran")
+    settings: dict[str, Any] = Field(default_factory=dict, description="settings snapshot, secrets redacted")
+    timestamp: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict, description="run_info keys the header has no field for")
+
+
+class RunMetrics(BaseModel):
+    overall: MetricSummary
+    per_set: dict[str, MetricSummary] = Field(default_factory=dict)
+
+
+class EvalRun(BaseModel):
+    run: RunInfo
+    metrics: RunMetrics
+    queries: list[QueryResult]
+
+    def rows(self) -> list[tuple[str, MetricSummary]]:
+        return [("overall", self.metrics.overall), *self.metrics.per_set.items()]
+
+
+def write_run(run: EvalRun, out_dir: Path) -> None:
+    """Write ``results.json`` and ``report.md`` into ``out_dir`` (created if missing)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(run.model_dump_json(indent=2), encoding="utf-8")
+    (out_dir / "report.md").write_text(render_report(run), encoding="utf-8")
+
+
+def load_run(path: Path) -> EvalRun:
+    """A run folder (or its ``results.json``) back as an :class:`EvalRun`."""
+    path = Path(path)
+    path = path / "results.json" if path.is_dir() else path
+    return EvalRun.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def render_report(run: EvalRun) -> str:
+    info = run.run
+    lines = [f"# specrag eval: {info.setting} setting, {info.mode} mode", "",
+             f"- time: {info.timestamp}", f"- sets: {', '.join(info.sets) or '-'}",
+             f"- corpus: {', '.join(info.corpus) or '-'}", f"- prompts: {', '.join(info.prompts) or '-'}",
+             f"- versions: {', '.join(f'{k} {v}' for k, v in info.versions.items())}", ""]
+    lines += _scores_table(run) + _latency_table(run) + _cost_table(run) + _failures(run)
+    return "\n".join(lines) + "\n"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in rows), ""]
+
+
+def _scores_table(run: EvalRun) -> list[str]:
+    header = ["set", "n", "errors", *SCORE_COLUMNS.values(), "complete n", "ctx tokens"]
+    rows = [[name, str(s.n_queries), str(s.n_errors), *(_num(s.scores.get(k)) for k in SCORE_COLUMNS),
+             str(s.completeness_n), f"{s.mean_context_tokens:.0f}"] for name, s in run.rows()]
+    note = ("Stage 1: API acc/prec. Stage 3 (primary chunks as endpoints): R@k, all gold in top 10, MRR, nDCG@10. "
+            "Context: `complete` = share of each found gold endpoint's $ref closure (depth 3) present, "
+            "averaged over the `complete n` queries with a gold endpoint in the context (errors count as 0).")
+    return ["## Retrieval", "", note, "", *_table(header, rows)]
+
+
+def _latency_table(run: EvalRun) -> list[str]:
+    stages = [s for s in STAGES if any(s in summ.latency_ms for _, summ in run.rows())]
+    rows = [[name, *(f"{summ.latency_ms[s].p50:.0f} / {summ.latency_ms[s].p95:.0f}" if s in summ.latency_ms
+                     else "-" for s in stages)] for name, summ in run.rows()]
+    return ["## Latency (ms, p50 / p95)", "", "Queries that errored are left out.", "", *_table(["set", *stages], rows)]
+
+
+def _cost_table(run: EvalRun) -> list[str]:
+    header = ["set", "LLM calls/q", "prompt tok/q", "completion tok/q", "fallback rate", "fallbacks (stage/reason)"]
+    rows = [[name, f"{s.llm_calls_per_query:.2f}", f"{s.prompt_tokens_per_query:.0f}",
+             f"{s.completion_tokens_per_query:.0f}", f"{s.fallback_rate:.3f}",
+             ", ".join(f"{k}: {v}" for k, v in s.fallback_counts.items()) or "-"] for name, s in run.rows()]
+    return ["## LLM cost and fallbacks", "", "Fallback rate leaves out `no_llm` (offline mode by design).", "",
+            *_table(header, rows)]
+
+
+def _failures(run: EvalRun) -> list[str]:
+    failed = [q for q in run.queries if q.failed()]
+    lines = [f"## Failed queries ({len(failed)} of {len(run.queries)})", "",
+             "Failed: errored, missed a gold API, or a gold endpoint not in the top 10.", ""]
+    for q in failed:
+        gold = ", ".join(f"{e.api} {e.method.upper()} {e.path}" for e in q.gold.endpoints)
+        top = ", ".join(_describe(r) for r in q.retrieved[:5]) or "-"
+        lines += [f"- **{q.set}/{q.id}**: {q.query}",
+                  f"  - gold: {', '.join(q.gold.apis)}; {gold}",
+                  f"  - selected: {', '.join(q.selected_apis) or '-'}; R@10 {q.metrics.recall_at_10:.2f}, "
+                  f"MRR {q.metrics.mrr:.2f}",
+                  f"  - top 5: {top}"]
+        lines += [f"  - error: {q.error}"] if q.error else []
+    return lines
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _describe(chunk: RetrievedChunk) -> str:
+    if chunk.method:
+        suffix = " (errors)" if chunk.type == "errors" else ""
+        return f"{chunk.api} {chunk.method} {chunk.path}{suffix}"
+    return chunk.id

@@ -1,0 +1,191 @@
+"""Run query sets through a context source and score every query, errors included.
+
+The engine is a boundary (:class:`ContextSource`), so tests drive the runner with hand-built
+contexts and the CLI with the real pipeline. ``fleet`` lets stage 1 pick the APIs; ``oracle``
+passes the gold APIs in, which measures stage 3 and the reference expansion alone.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from datetime import datetime, timezone
+from enum import Enum
+from importlib import metadata as importlib_metadata
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+from tqdm import tqdm
+
+from pipeline.context import KnowledgeContext
+from pipeline.specs.ids import parse_operation_id, split_chunk_id
+from pipeline.specs.models import Chunk
+
+from evals import metrics as m
+from evals.querysets import EvalQuery
+from evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, write_run
+
+CLOSURE_DEPTH = 3
+_VERSIONED = ("specrag", "llama-index-core", "chromadb", "bm25s", "fastembed", "pydantic")
+_SECRET_WORDS = ("api_key", "secret", "password")
+
+__all__ = ["ChunkLookup", "ContextSource", "EvalMode", "EvalRun", "EvalSetting", "QueryResult", "run_eval", "write_run"]
+
+
+class EvalMode(str, Enum):
+    OFFLINE = "offline"
+    LLM = "llm"
+
+
+class EvalSetting(str, Enum):
+    FLEET = "fleet"
+    ORACLE = "oracle"
+
+
+class ContextSource(Protocol):
+    def retrieve_context(self, query: str, apis: list[str] | None = None) -> KnowledgeContext: ...
+
+
+class ChunkLookup(Protocol):
+    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]: ...
+
+
+def run_eval(queries: list[EvalQuery], engine: ContextSource, lookup: ChunkLookup, *, mode: str,
+             setting: str, run_info: dict, progress: bool = True) -> EvalRun:
+    """Run every query (one at a time, in order) and score it; a failing query scores 0."""
+    mode, setting = _choice(EvalMode, mode), _choice(EvalSetting, setting)
+    results, prompts = [], set()
+    for query in tqdm(queries, desc=f"eval ({setting.value})", unit="query", disable=not progress):
+        result, seen = _run_one(query, engine, lookup, setting)
+        results.append(result)
+        prompts |= seen
+    by_set: dict[str, list[QueryResult]] = {}
+    for result in results:
+        by_set.setdefault(result.set, []).append(result)
+    header = _header(run_info, mode, setting, list(by_set), sorted(prompts))
+    summary = RunMetrics(overall=m.summarize(results), per_set={k: m.summarize(v) for k, v in by_set.items()})
+    return EvalRun(run=header, metrics=summary, queries=results)
+
+
+def _run_one(query: EvalQuery, engine: ContextSource, lookup: ChunkLookup,
+             setting: EvalSetting) -> tuple[QueryResult, set[str]]:
+    base = QueryResult(id=query.id, set=query.set_name, query=query.query,
+                       gold=Gold(apis=query.apis, endpoints=query.endpoints))
+    start = time.perf_counter()
+    try:
+        apis = list(query.apis) if setting is EvalSetting.ORACLE else None
+        ctx = engine.retrieve_context(query.query, apis=apis)
+        wall_ms = (time.perf_counter() - start) * 1000
+        return _score(base, query, ctx, lookup, wall_ms), _prompts(ctx)
+    except Exception as exc:  # noqa: BLE001 -- any failure is recorded and scored 0, never dropped
+        base.error = f"{type(exc).__name__}: {exc}"
+        base.latency_ms = {"total": (time.perf_counter() - start) * 1000}
+        return base, set()
+
+
+def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: ChunkLookup,
+           wall_ms: float) -> QueryResult:
+    stats = ctx.retrieval_stats
+    gold = query.gold_keys()
+    # the engine's ranked candidates (top 10, primaries first) when it records them; else the primaries
+    ranked_ids = list(stats.ranking) or [c.id for c in ctx.primary_chunks]
+    ranking = m.ranked_endpoints(ranked_ids)
+    context_ids = [c.id for c in ctx.chunks]
+    by_id = {c.id: c.metadata for c in ctx.chunks}
+    completeness, complete = _completeness(gold, context_ids, lookup)
+    calls = [c for c in stats.llm_calls if not c.cached]
+    return base.model_copy(update=dict(
+        selected_apis=list(stats.selected_apis),
+        expanded_query=stats.expanded_query,
+        retrieved=[_retrieved(i, by_id.get(i)) for i in ranked_ids],
+        context_ids=context_ids,
+        context_tokens=ctx.total_tokens,
+        latency_ms={"total": wall_ms, **stats.timings_ms},
+        fallbacks=list(stats.fallbacks),
+        llm=m.LLMUsage(calls=len(calls), prompt_tokens=sum(c.prompt_tokens for c in calls),
+                       completion_tokens=sum(c.completion_tokens for c in calls)),
+        metrics=m.QueryMetrics(
+            selection_accuracy=m.selection_accuracy(query.apis, stats.selected_apis),
+            selection_precision=m.selection_precision(query.apis, stats.selected_apis),
+            recall_at_5=m.recall_at_k(ranking, gold, 5),
+            recall_at_10=m.recall_at_k(ranking, gold, 10),
+            all_found_at_10=m.all_found_at_k(ranking, gold, 10),
+            mrr=m.reciprocal_rank(ranking, gold),
+            ndcg_at_10=m.ndcg_at_k(ranking, gold, 10),
+            completeness=completeness,
+            closure_complete=complete,
+        ),
+    ))
+
+
+def _completeness(gold: set, context_ids: list[str], lookup: ChunkLookup) -> tuple[float | None, float | None]:
+    """Closure share per gold endpoint found anywhere in the context; None when none was found."""
+    operations: dict[Any, str] = {}
+    for chunk_id in context_ids:
+        endpoint = m.chunk_endpoint(chunk_id)
+        if endpoint in gold:
+            operations.setdefault(endpoint, m.operation_of(chunk_id))
+    if not operations:
+        return None, None
+    shares = [m.closure_share(m.ref_closure(op, lookup.get_chunks, CLOSURE_DEPTH), context_ids)
+              for op in operations.values()]
+    return m.mean(shares), float(all(s == 1.0 for s in shares))
+
+
+def _retrieved(chunk_id: str, meta: dict | None) -> RetrievedChunk:
+    meta = meta or {}
+    api = str(meta.get("source_file") or split_chunk_id(chunk_id)[0])
+    op = parse_operation_id(chunk_id)
+    method, path = (op[2], op[1]) if op else (str(meta.get("method", "")), str(meta.get("path", "")))
+    kind = str(meta.get("type", "")) or ("errors" if chunk_id.endswith(":errors") else "endpoint" if op else "component")
+    return RetrievedChunk(id=chunk_id, api=api, type=kind, method=method, path=path)
+
+
+def _prompts(ctx: KnowledgeContext) -> set[str]:
+    stats = ctx.retrieval_stats
+    return set(stats.prompts.values()) | {f"{c.prompt_name}@{c.prompt_hash}" for c in stats.llm_calls}
+
+
+def _choice(enum: type[Enum], value: str | Enum) -> Any:
+    try:
+        return enum(value)
+    except ValueError:
+        valid = ", ".join(e.value for e in enum)
+        raise ValueError(f"unknown {enum.__name__} {value!r}; use one of: {valid}") from None
+
+
+def _header(run_info: dict, mode: EvalMode, setting: EvalSetting, sets: list[str], prompts: list[str]) -> RunInfo:
+    info = dict(run_info)
+    settings = info.pop("settings", {}) or {}
+    if isinstance(settings, BaseModel):
+        settings = settings.model_dump(mode="json")
+    corpus = [str(p) for p in info.pop("corpus", [])]
+    given_sets = [str(p) for p in info.pop("sets", [])]
+    prompts_dir = info.pop("prompts_dir", None) or info.pop("prompts", None)
+    for key in ("mode", "setting", "prompts", "timestamp", "versions", "extra"):
+        info.pop(key, None)
+    return RunInfo(
+        mode=mode.value, setting=setting.value, sets=given_sets or sets, corpus=corpus,
+        prompts_dir=str(prompts_dir) if prompts_dir is not None else None, prompts=prompts,
+        settings=_redact(settings), timestamp=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        versions=_versions(), extra={k: v if _jsonable(v) else str(v) for k, v in info.items()},
+    )
+
+
+def _redact(settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: ("***" if v and any(w in k.lower() for w in _SECRET_WORDS) else v if _jsonable(v) else str(v))
+            for k, v in settings.items()}
+
+
+def _jsonable(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, list, dict))
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            found[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            continue
+    return found

@@ -1,0 +1,50 @@
+"""Wire the engine from settings: the store, the catalog, and each stage (LLM or keyword)."""
+
+from __future__ import annotations
+
+import logging
+
+from llama_index.core.schema import QueryBundle
+
+from pipeline.catalog.io import load_api_index, load_catalog
+from pipeline.engine import ApiQueryEngine
+from pipeline.settings import Settings
+from pipeline.stages.api_select import KeywordApiSelector
+from pipeline.stages.hybrid_retriever import HybridRetriever
+from pipeline.stages.query_expand import KeywordQueryExpander
+from pipeline.stages.ref_expand import ReferenceExpander
+
+logger = logging.getLogger(__name__)
+
+
+def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
+    """An engine over the index in ``settings.data_dir`` (IndexNotBuiltError if there is none)."""
+    from pipeline.index.store import ChunkStore
+
+    store = store or ChunkStore.open(settings)
+    catalog_dir = settings.catalogs_path
+    catalog = load_catalog(catalog_dir)
+    retriever = HybridRetriever.from_settings(store, settings)
+
+    def fleet_search(query: str, k: int):
+        return retriever.search(QueryBundle(query_str=query), None, ["endpoint"], k)
+
+    indexes = {e.file_id: idx for e in catalog.apis if (idx := load_api_index(catalog_dir, e.file_id))}
+    selector = KeywordApiSelector(catalog, indexes, fleet_search, settings.max_selected_apis)
+    expander = KeywordQueryExpander(indexes.get)
+    llm = prompts = None
+    if settings.llm_configured:
+        from pipeline.cache import TTLCache
+        from pipeline.llm import build_llm
+        from pipeline.prompts import PromptSet
+        from pipeline.stages.api_select_llm import LLMApiSelector
+        from pipeline.stages.expand_llm import LLMQueryExpander
+
+        llm = build_llm(settings)
+        prompts = PromptSet.load(settings.prompts_dir)
+        cache = TTLCache(settings.llm_cache_size, settings.llm_cache_ttl_s)
+        selector = LLMApiSelector(llm, catalog, selector, prompts, settings, cache)
+        expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
+    return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever,
+                          references=ReferenceExpander.from_settings(store, settings), settings=settings,
+                          known_apis=store.complete_api_ids() & catalog.ids(), llm=llm, prompts=prompts)

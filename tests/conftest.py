@@ -1,0 +1,42 @@
+"""Shared fixtures: the demo corpus indexed once per session in a temp folder (real Chroma,
+real ONNX model from ../shared/models when present, lexical-only otherwise)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_SPECS = ROOT / "examples" / "specs"
+SHARED = ROOT.parent / "shared"
+LOCAL_MODEL = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
+
+
+def demo_settings(data_dir: Path):
+    from pipeline.settings import Settings
+
+    model = LOCAL_MODEL if (LOCAL_MODEL / "model.onnx").is_file() else None
+    return Settings(data_dir=data_dir, embed_model_path=model, embed_model="sentence-transformers/all-MiniLM-L6-v2"
+                    if model else "none", chroma_host=None, openai_api_key=None, llm_base_url=None)
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory):
+    """(corpus settings, store) for the demo corpus, built once."""
+    from pipeline.index.store import ChunkStore
+    from pipeline.workspace import corpus_settings, update_index
+
+    settings = demo_settings(tmp_path_factory.mktemp("demo-index"))
+    store = ChunkStore.open(corpus_settings(settings, [DEMO_SPECS]))
+    local, _ = update_index(settings, [DEMO_SPECS], progress=False, store=store)
+    yield local, store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def demo_engine(demo_index):
+    from pipeline.factory import build_engine
+
+    local, store = demo_index
+    return build_engine(local, store)

@@ -4,7 +4,8 @@
     ├── SpecError            a spec file cannot be used (the reason is the message)
     ├── CorpusError          a corpus-level problem: missing path, file_id collision
     ├── IndexNotBuiltError   a query before `specrag index` ran for that corpus
-    └── LLMStageError        an LLM stage gave no usable answer (carries the fallback reason)
+    ├── LLMStageError        an LLM stage gave no usable answer (carries the fallback reason)
+    └── PromptError          a prompt file is missing or its {variables} don't match its stage
 """
 
 
@@ -27,7 +28,12 @@ class IndexNotBuiltError(SpecragError):
 class LLMStageError(SpecragError):
     """An LLM stage failed after its retries; ``reason`` names the fallback cause."""
 
-    def __init__(self, reason: str, message: str = "", attempts: int = 0):
+    def __init__(self, reason: str, message: str = "", attempts: int = 0, call: object | None = None):
         super().__init__(message or reason)
         self.reason = reason
         self.attempts = attempts
+        self.call = call  # the failed call's LLMCall (attempts, tokens, ms), for cost accounting
+
+
+class PromptError(SpecragError, ValueError):
+    """A prompts folder lacks a file, or a file's {variables} differ from what its stage passes."""

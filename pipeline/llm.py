@@ -1,0 +1,213 @@
+"""The one place that talks to an LLM: building the client, retries, output validation.
+
+Transient failures (timeouts, 429, 5xx) are retried with tenacity (exponential backoff, full
+jitter), bounded by ``llm_max_attempts`` and by the ``llm_deadline_s`` deadline; each request's
+timeout is cut to the time left. Output that is not the expected JSON is re-asked once with the
+validation error. Anything else ends in ``LLMStageError(reason)``, which the stage turns into a
+fallback. The clients' own retries are off (``max_retries=0``) so that nothing retries twice.
+
+Structured output goes through ``llm.chat`` + pydantic validation rather than
+``structured_predict``: that keeps the usage (tokens) and the raw text for the re-ask, and works
+with OpenAI-compatible servers that lack function calling.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from typing import Any, TypeVar
+
+import openai
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import PromptTemplate
+from pydantic import BaseModel, Field, ValidationError
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_random_exponential
+
+from pipeline.context import LLMCall
+from pipeline.errors import LLMStageError
+from pipeline.prompts import REASK_PROMPT, PromptInfo
+from pipeline.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+RETRYABLE = frozenset({"timeout", "rate_limit", "server_error"})
+
+
+def build_llm(settings: Settings) -> LLM | None:
+    """The configured client, or None in offline mode (no API key and no base URL)."""
+    if not settings.llm_configured:
+        return None
+    from llama_index.llms.openai import OpenAI
+    from llama_index.llms.openai.utils import ALL_AVAILABLE_MODELS
+
+    # local servers often need no key, but the SDK insists on one
+    common: dict[str, Any] = dict(model=settings.llm_model, temperature=0.0, max_retries=0,
+                                  timeout=settings.llm_timeout_s, api_base=settings.llm_base_url,
+                                  api_key=settings.openai_api_key or "not-needed")
+    if settings.llm_model in ALL_AVAILABLE_MODELS:
+        return OpenAI(**common)
+    from llama_index.llms.openai_like import OpenAILike
+
+    return OpenAILike(is_chat_model=True, is_function_calling_model=False, **common)
+
+
+class RetryPolicy(BaseModel):
+    """Retry bounds for one stage call, from ``Settings``."""
+
+    max_attempts: int = Field(description="requests per answer, the first included")
+    deadline_s: float = Field(description="no request runs past this many seconds after the call began")
+    timeout_s: float = Field(description="per-request timeout")
+    backoff_initial_s: float = Field(description="ceiling of the first backoff; doubles each retry")
+    backoff_max_s: float = Field(description="ceiling of any backoff")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "RetryPolicy":
+        # backoff scales with the request timeout, so short-timeout settings (tests) retry fast
+        return cls(max_attempts=max(1, settings.llm_max_attempts), deadline_s=settings.llm_deadline_s,
+                   timeout_s=settings.llm_timeout_s, backoff_initial_s=min(1.0, settings.llm_timeout_s / 4),
+                   backoff_max_s=min(10.0, settings.llm_deadline_s / 4))
+
+
+class _Tally(BaseModel):
+    """Attempts, tokens and time of one stage call, across retries and the re-ask."""
+
+    started: float = Field(default_factory=time.monotonic)
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add_usage(self, response: ChatResponse) -> None:
+        usage = getattr(response.raw, "usage", None)
+        counts = response.additional_kwargs or {}
+        self.prompt_tokens += int(getattr(usage, "prompt_tokens", None) or counts.get("prompt_tokens") or 0)
+        self.completion_tokens += int(getattr(usage, "completion_tokens", None) or counts.get("completion_tokens") or 0)
+
+    def call(self, llm: LLM, stage: str, info: PromptInfo, ok: bool = True) -> LLMCall:
+        return LLMCall(stage=stage, model=model_name(llm), prompt_name=info.name, prompt_hash=info.hash,
+                       prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+                       attempts=self.attempts, ms=round((time.monotonic() - self.started) * 1000, 1), ok=ok)
+
+
+def model_name(llm: LLM) -> str:
+    return str(getattr(llm, "model", None) or llm.metadata.model_name)
+
+
+class DeadlineExceeded(Exception):
+    """The overall deadline passed before another request could start."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Map a client exception to a fallback reason."""
+    if isinstance(exc, (openai.APITimeoutError, DeadlineExceeded)):  # subclass of APIConnectionError: test it first
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection_error"
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429:
+            return "rate_limit"
+        if exc.status_code == 408:
+            return "timeout"
+        return "server_error" if exc.status_code >= 500 else "client_error"
+    return "unexpected_error"
+
+
+def _retry_after(exc: BaseException) -> float:
+    response = getattr(exc, "response", None)
+    try:
+        return float(response.headers.get("retry-after", 0)) if response is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _send(llm: LLM, messages: list[ChatMessage], policy: RetryPolicy, deadline: float, tally: _Tally) -> str:
+    """One answer from the LLM, retrying transient failures; raises LLMStageError."""
+    jitter = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
+
+    def wait(state: RetryCallState) -> float:  # honour Retry-After on 429, within bounds
+        exc = state.outcome.exception() if state.outcome else None
+        return min(max(jitter(state), _retry_after(exc)), policy.backoff_max_s)
+
+    def stop(state: RetryCallState) -> bool:  # no retry that would get under a quarter of its timeout
+        starts_at = time.monotonic() + state.upcoming_sleep
+        return state.attempt_number >= policy.max_attempts or starts_at + policy.timeout_s / 4 >= deadline
+
+    retrying = Retrying(stop=stop, wait=wait, reraise=True,
+                        retry=retry_if_exception(lambda e: failure_reason(e) in RETRYABLE))
+    try:
+        for attempt in retrying:
+            with attempt:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DeadlineExceeded(f"no time left of the {policy.deadline_s}s deadline")
+                tally.attempts += 1
+                response = llm.chat(messages, timeout=min(policy.timeout_s, left))
+    except Exception as exc:
+        reason = failure_reason(exc)
+        if reason == "unexpected_error":
+            log.warning("LLM call failed unexpectedly", exc_info=True)
+        raise LLMStageError(reason, f"{type(exc).__name__}: {exc}", attempts=tally.attempts) from exc
+    tally.add_usage(response)
+    return response.message.content or ""
+
+
+def parse_output(output_cls: type[T], text: str) -> T:
+    """The JSON object in ``text`` (code fences and chatter around it ignored) as ``output_cls``."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0:
+        raise ValueError("no JSON object in the answer")
+    try:
+        data = json.loads(text[start : end + 1] if end > start else text[start:])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"malformed JSON: {exc}") from exc
+    return output_cls.model_validate(data)
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5])
+    return re.sub(r"\s+", " ", str(exc))[:300]
+
+
+def structured_call(llm: LLM, output_cls: type[T], prompt: PromptTemplate, *, stage: str,
+                    prompt_info: PromptInfo, settings: Settings, **template_vars: Any) -> tuple[T, LLMCall]:
+    """Render ``prompt``, ask, validate as ``output_cls``; re-ask once on invalid output.
+
+    Raises ``LLMStageError`` (reason and the failed ``LLMCall`` attached) when no valid answer came.
+    """
+    policy, tally = RetryPolicy.from_settings(settings), _Tally()
+    deadline = tally.started + policy.deadline_s
+    messages = prompt.format_messages(**template_vars)
+    error = ""
+    for round_ in range(2):  # the answer, then one re-ask with the validation error
+        if round_ and time.monotonic() >= deadline:
+            break
+        try:
+            text = _send(llm, messages, policy, deadline, tally)
+        except LLMStageError as exc:
+            exc.call = tally.call(llm, stage, prompt_info, ok=False)
+            raise
+        try:
+            return parse_output(output_cls, text), tally.call(llm, stage, prompt_info)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            error = _short_error(exc)
+            messages = [*messages, ChatMessage(role=MessageRole.ASSISTANT, content=text),
+                        ChatMessage(role=MessageRole.USER, content=REASK_PROMPT.format(error=error))]
+    raise LLMStageError("invalid_output", error, attempts=tally.attempts,
+                        call=tally.call(llm, stage, prompt_info, ok=False))
+
+
+def text_call(llm: LLM, prompt: PromptTemplate, *, stage: str, prompt_info: PromptInfo,
+              settings: Settings, **template_vars: Any) -> tuple[str, LLMCall]:
+    """Render ``prompt`` and return the answer text, with the same retries; raises LLMStageError."""
+    policy, tally = RetryPolicy.from_settings(settings), _Tally()
+    try:
+        text = _send(llm, prompt.format_messages(**template_vars), policy, tally.started + policy.deadline_s, tally)
+        if not text.strip():
+            raise LLMStageError("invalid_output", "empty answer", attempts=tally.attempts)
+    except LLMStageError as exc:
+        exc.call = tally.call(llm, stage, prompt_info, ok=False)
+        raise
+    return text.strip(), tally.call(llm, stage, prompt_info)

@@ -1,0 +1,63 @@
+"""Synthesis: numbered sources in context.chunks order, citations, and failure without exceptions."""
+
+from __future__ import annotations
+
+from pipeline.context import ContextChunk, KnowledgeContext
+from pipeline.stages.synthesize import cited_sources, render_sources, synthesize_answer
+
+from .openai_server import Reply, answer
+
+
+def _context() -> KnowledgeContext:
+    op = ContextChunk(id="tmdb:paths/~1movie~1top_rated/get", text="get:\n  operationId: getTopRatedMovies\n",
+                      metadata={"type": "endpoint", "method": "get", "path": "/movie/top_rated"}, score=0.9)
+    credits = ContextChunk(id="tmdb:paths/~1movie~1{movie_id}~1credits/get", text="get: credits\n",
+                           metadata={"type": "endpoint", "method": "get", "path": "/movie/{movie_id}/credits"})
+    schema = ContextChunk(id="tmdb:components/schemas/MovieCredits", text="type: object\n", depth=1,
+                          metadata={"type": "component", "kind": "schemas", "name": "MovieCredits"},
+                          referenced_from="tmdb:paths/~1movie~1{movie_id}~1credits/get")
+    return KnowledgeContext(query="who directed the top rated movie", primary_chunks=[op, credits],
+                            referenced_chunks=[schema])
+
+
+def test_sources_are_numbered_primary_then_referenced():
+    rendered = render_sources(_context())
+    assert rendered.splitlines()[0] == "[Source 1] tmdb:paths/~1movie~1top_rated/get (GET /movie/top_rated)"
+    assert "[Source 2] tmdb:paths/~1movie~1{movie_id}~1credits/get (GET /movie/{movie_id}/credits)" in rendered
+    assert "[Source 3] tmdb:components/schemas/MovieCredits (schemas MovieCredits)\ntype: object" in rendered
+
+
+def test_answer_with_citations(server, llm, prompts, settings):
+    text = "Call GET /movie/top_rated [Source 1], then the credits [Source 2] ([source 3]); see [Source 2]."
+    server.script(answer(text, prompt_tokens=500, completion_tokens=30))
+    context = _context()
+    result, call = synthesize_answer(llm, prompts, context, settings=settings)
+    assert result == text and cited_sources(result) == [1, 2, 3]
+    assert (call.stage, call.prompt_tokens, call.completion_tokens, call.ok) == ("synthesize", 500, 30, True)
+    stats = context.retrieval_stats
+    assert stats.llm_calls == [call] and stats.warnings == [] and stats.mode == "llm"
+    assert stats.prompts["synthesize"] == f"synthesize@{prompts.info('synthesize').hash}"
+    sent = server.user_texts()[0]
+    assert "Question: who directed the top rated movie" in sent and render_sources(context) in sent
+
+
+def test_citing_a_source_that_does_not_exist_is_warned(server, llm, prompts, settings):
+    server.script(answer("Use [Source 1] and [Source 7]."))
+    context = _context()
+    synthesize_answer(llm, prompts, context, settings=settings)
+    assert context.retrieval_stats.warnings == ["answer cites sources that do not exist: [7]"]
+
+
+def test_failure_returns_empty_answer_and_records_the_reason(server, llm, prompts, settings):
+    server.script(default=Reply(status=500))
+    context = _context()
+    result, call = synthesize_answer(llm, prompts, context, settings=settings)
+    assert result == "" and not call.ok and call.attempts == 3
+    assert [(f.stage, f.reason) for f in context.retrieval_stats.fallbacks] == [("synthesize", "server_error")]
+
+
+def test_empty_context_makes_no_call(server, llm, prompts, settings):
+    context = KnowledgeContext(query="anything")
+    result, call = synthesize_answer(llm, prompts, context, settings=settings)
+    assert result == "" and call.attempts == 0 and server.requests == []
+    assert context.retrieval_stats.fallbacks[0].reason == "no_context"

@@ -24,6 +24,7 @@ from pipeline.stages.types import ApiSelection
 
 ChunkSearch = Callable[[str, int], list[NodeWithScore]]
 RRF_K = 60
+EVIDENCE_K = 10  # steep: the first hits carry most of an API's vote
 
 
 def api_document(entry_text: str, index: ApiIndex | None) -> str:
@@ -37,13 +38,14 @@ def api_document(entry_text: str, index: ApiIndex | None) -> str:
 
 class KeywordApiSelector:
     def __init__(self, catalog: Catalog, indexes: dict[str, ApiIndex], chunk_search: ChunkSearch | None = None,
-                 max_apis: int = 3, drop_off: float = 0.5, evidence_depth: int = 40):
+                 max_apis: int = 3, drop_off: float = 0.5, evidence_depth: int = 40, evidence_weight: float = 1.0):
         self.catalog = catalog
         self.ids = [e.file_id for e in catalog.apis]
         self.chunk_search = chunk_search
         self.max_apis = max_apis
         self.drop_off = drop_off
         self.evidence_depth = evidence_depth
+        self.evidence_weight = evidence_weight
         docs = [api_document(f"{e.name} {e.file_id} {e.description} {' '.join(e.domains)}", indexes.get(e.file_id))
                 for e in catalog.apis]
         self._ranker = Bm25Ranker(docs)
@@ -61,16 +63,19 @@ class KeywordApiSelector:
             fused[self.ids[i]] += 1.0 / (RRF_K + rank + 1)
         if self.chunk_search is not None:
             for rank, api in enumerate(self._evidence(query)):
-                fused[api] += 1.0 / (RRF_K + rank + 1)
+                fused[api] += self.evidence_weight / (RRF_K + rank + 1)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[:n]
 
     def _evidence(self, query: str) -> list[str]:
-        """APIs in the order of their best chunk among the fleet-wide top hits."""
-        seen: dict[str, None] = {}
-        for hit in self.chunk_search(query, self.evidence_depth):
-            seen.setdefault(str(hit.node.metadata.get("source_file", "")), None)
-        return [api for api in seen if api]
+        """APIs ranked by the reciprocal ranks of all their chunks among the fleet-wide top hits,
+        so an API with several matching endpoints beats one lucky near-miss."""
+        votes: dict[str, float] = defaultdict(float)
+        for rank, hit in enumerate(self.chunk_search(query, self.evidence_depth), start=1):
+            api = str(hit.node.metadata.get("source_file", ""))
+            if api:
+                votes[api] += 1.0 / (EVIDENCE_K + rank)
+        return sorted(votes, key=lambda a: (-votes[a], a))
 
     def select(self, query: str, stats: RetrievalStats) -> ApiSelection:
         ranked = self.shortlist(query, self.max_apis)

@@ -194,7 +194,8 @@ class SpecChunker:
                     key = str(key)
                     if key == "$ref" and isinstance(child, str):
                         self._link(child, file, loc, kind, refs)
-                    elif key in ("operationRef",) and isinstance(child, str) and loc and loc[-2:-1] == ("links",):
+                    elif key == "operationRef" and isinstance(child, str) and (
+                            loc[-2:-1] == ("links",) or (not loc and kind == "links")):  # a link, inline or component
                         self._link(child, file, loc, kind, refs)
                     elif key == "mapping" and loc and loc[-1] == "discriminator" and isinstance(child, dict):
                         for target in child.values():

@@ -46,8 +46,8 @@ def ingest_spec(path: Path, file_id: str, max_tokens: int, explicit: bool = True
         if not explicit and not looks_like_spec(path, raw):
             return None
         source = SpecSource(path, raw)
-        if not explicit and not (isinstance(source.doc, dict) and ("openapi" in source.doc or "swagger" in source.doc)):
-            return None
+        if not explicit and isinstance(source.doc, dict) and not ("openapi" in source.doc or "swagger" in source.doc):
+            return None  # a fragment of a multi-file spec, read when a spec references it
         check_spec(source.doc)
         if ":" in file_id:
             raise SpecError(f"file_id {file_id!r} contains ':' (reserved in chunk ids); rename the file")

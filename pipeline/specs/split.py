@@ -25,6 +25,8 @@ def split_chunk(chunk: Chunk, max_tokens: int, count: Callable[[str], int]) -> l
         parts.append(chunk.model_copy(update={
             "id": part_chunk_id(chunk.id, i), "text": text, "n_tokens": count(text),
             "ref_ids": dict(chunk.ref_ids) if i == 1 else {},
+            # model_copy is shallow: give each part its own lists, or links leak between parts
+            "referenced_by": list(chunk.referenced_by), "tags": list(chunk.tags),
         }))
     for i in range(2, total + 1):
         parts[0].ref_ids[part_chunk_id(chunk.id, i)] = [f"part{i}"]

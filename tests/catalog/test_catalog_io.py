@@ -1,0 +1,135 @@
+"""Catalog files: deterministic bytes, and regeneration that touches only what changed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pipeline.catalog.io import CATALOG_FILE, INDEX_DIR, load_api_index, load_catalog, write_catalogs
+from pipeline.errors import IndexNotBuiltError
+from pipeline.specs.ingest import ingest_paths
+
+
+def _spec(title: str, resource: str, extra_path: str = "") -> str:
+    return f"""\
+openapi: 3.0.0
+info: {{title: {title}, version: "1", description: "The {title} API for {resource}."}}
+paths:
+  /{resource}:
+    get:
+      operationId: list_{resource}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {{$ref: "#/components/schemas/Item"}}
+{extra_path}components:
+  schemas:
+    Item: {{type: object, properties: {{id: {{type: string}}}}}}
+"""
+
+
+EXTRA = """\
+  /{r}/{{id}}:
+    delete:
+      operationId: delete_{r}
+      responses:
+        "204": {{description: gone}}
+"""
+
+
+@pytest.fixture
+def specs(tmp_path) -> Path:
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    for name, resource in (("alpha", "apples"), ("beta", "bananas"), ("gamma", "grapes")):
+        (folder / f"{name}.yaml").write_text(_spec(name.title(), resource))
+    return folder
+
+
+def _write(folder: Path, out: Path):
+    return write_catalogs(ingest_paths([folder], 1500, workers=1).apis, out)
+
+
+def _age_all(out: Path) -> None:
+    """Push every mtime into the past so a rewrite is visible even within one clock tick."""
+    for path in out.rglob("*.json"):
+        os.utime(path, (1_000_000, 1_000_000))
+
+
+def test_output_is_deterministic(specs, tmp_path):
+    first = _write(specs, tmp_path / "a")
+    second = _write(specs, tmp_path / "b")
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert [str(p) for p in files] == ["catalog.json", "indexes/alpha.json", "indexes/beta.json", "indexes/gamma.json"]
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
+    assert len(first.written) == len(second.written) == 4
+    again = _write(specs, tmp_path / "a")
+    assert (again.written, again.unchanged, again.removed) == ([], 4, [])
+
+
+def test_catalog_and_index_content(specs, tmp_path):
+    out = tmp_path / "cat"
+    _write(specs, out)
+    catalog = load_catalog(out)
+    assert [e.file_id for e in catalog.apis] == ["alpha", "beta", "gamma"]
+    assert catalog.get("beta").description == "The Beta API for bananas."
+    assert catalog.get("beta").domains == ["bananas"]
+    assert len(catalog.version) == 16
+    raw = json.loads((out / CATALOG_FILE).read_text())
+    assert raw["apis"][0]["file_id"] == "alpha"
+    index = load_api_index(out, "alpha")
+    assert [e.path for e in index.endpoints] == ["/apples"]
+    assert [(s.name, s.type.value, s.used_by) for s in index.schemas] == [("Item", "response", ["list_apples"])]
+    assert load_api_index(out, "nope") is None
+
+
+def test_regenerating_after_one_spec_changed_rewrites_only_it(specs, tmp_path):
+    out = tmp_path / "cat"
+    _write(specs, out)
+    version = load_catalog(out).version
+    _age_all(out)
+    (specs / "beta.yaml").write_text(_spec("Beta", "bananas", EXTRA.format(r="bananas")).replace(
+        "The Beta API for bananas.", "The Beta API, now with deletes."))
+    report = _write(specs, out)
+    assert sorted(Path(p).relative_to(out).as_posix() for p in report.written) == ["catalog.json", "indexes/beta.json"]
+    assert report.unchanged == 2 and report.removed == []
+    mtimes = {p.relative_to(out).as_posix(): p.stat().st_mtime for p in out.rglob("*.json")}
+    assert mtimes["indexes/alpha.json"] == mtimes["indexes/gamma.json"] == 1_000_000
+    assert mtimes["indexes/beta.json"] > 1_000_000 and mtimes["catalog.json"] > 1_000_000
+    assert load_catalog(out).version != version
+    assert load_catalog(out).get("beta").description == "The Beta API, now with deletes."
+    assert [e.path for e in load_api_index(out, "beta").endpoints] == ["/bananas", "/bananas/{id}"]
+
+
+def test_a_change_outside_the_catalog_entry_rewrites_only_the_index(specs, tmp_path):
+    out = tmp_path / "cat"
+    _write(specs, out)
+    _age_all(out)
+    spec = (specs / "gamma.yaml").read_text()
+    (specs / "gamma.yaml").write_text(spec.replace("operationId: list_grapes", "operationId: listGrapes"))
+    report = _write(specs, out)
+    assert [Path(p).relative_to(out).as_posix() for p in report.written] == ["indexes/gamma.json"]
+    assert (out / CATALOG_FILE).stat().st_mtime == 1_000_000
+
+
+def test_removed_spec_index_is_deleted(specs, tmp_path):
+    out = tmp_path / "cat"
+    _write(specs, out)
+    (specs / "gamma.yaml").unlink()
+    report = _write(specs, out)
+    assert [Path(p).name for p in report.removed] == ["gamma.json"]
+    assert not (out / INDEX_DIR / "gamma.json").exists()
+    assert load_catalog(out).ids() == {"alpha", "beta"}
+    assert [Path(p).name for p in report.written] == [CATALOG_FILE]
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_load_catalog_without_catalog_says_what_to_do(tmp_path):
+    with pytest.raises(IndexNotBuiltError, match="specrag"):
+        load_catalog(tmp_path)

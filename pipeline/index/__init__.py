@@ -1,0 +1,20 @@
+"""The persistent index: Chroma vectors + BM25, the embedder choice, incremental builds."""
+
+from pipeline.index.builder import IndexBuilder, IndexBuildReport
+from pipeline.index.embeddings import build_embed_model, embed_model_id
+from pipeline.index.manifest import ApiEntry, ApiState, Manifest, load_manifest
+from pipeline.index.store import HYBRID, LEXICAL, ChunkStore
+
+__all__ = [
+    "HYBRID",
+    "LEXICAL",
+    "ApiEntry",
+    "ApiState",
+    "ChunkStore",
+    "IndexBuildReport",
+    "IndexBuilder",
+    "Manifest",
+    "build_embed_model",
+    "embed_model_id",
+    "load_manifest",
+]

@@ -1,0 +1,57 @@
+"""Embedder choice: the local ONNX model, 'none', and failures that degrade to lexical search."""
+
+from __future__ import annotations
+
+import logging
+
+from pipeline.index import embeddings
+from pipeline.index.embeddings import build_embed_model, embed_model_id
+from pipeline.settings import Settings
+
+from .fleet import MODEL_DIR
+
+
+def test_local_onnx_model_embeds_short_texts(embed_model):
+    vectors = embed_model.get_text_embedding_batch(["list pets", "weather forecast for a city"])
+    assert [len(v) for v in vectors] == [384, 384]
+    assert embed_model.embed_batch_size == embeddings.EMBED_BATCH_SIZE
+    assert embed_model_id(embed_model) == "FastEmbedEmbedding:sentence-transformers/all-MiniLM-L6-v2"
+    similar = sum(a * b for a, b in zip(embed_model.get_query_embedding("pets for sale"), vectors[0]))
+    unrelated = sum(a * b for a, b in zip(embed_model.get_query_embedding("pets for sale"), vectors[1]))
+    assert similar > unrelated
+
+
+def test_none_means_lexical_without_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        assert build_embed_model(Settings(embed_model="none")) is None
+    assert not caplog.records
+    assert embed_model_id(None) == "none"
+
+
+def test_bad_model_path_warns_once_and_returns_none(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(embeddings, "_warned", set())
+    settings = Settings(embed_model_path=tmp_path / "missing-model")
+    with caplog.at_level(logging.WARNING, logger="pipeline.index.embeddings"):
+        assert build_embed_model(settings) is None
+        assert build_embed_model(settings) is None
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "lexical-only" in warnings[0].getMessage() and "SPECRAG_EMBED_MODEL_PATH" in warnings[0].getMessage()
+
+
+def test_openai_without_extra_package_names_the_install(caplog, monkeypatch):
+    monkeypatch.setattr(embeddings, "_warned", set())
+    settings = Settings(embed_model="openai:text-embedding-3-small", openai_api_key="sk-test")
+    with caplog.at_level(logging.WARNING, logger="pipeline.index.embeddings"):
+        model = build_embed_model(settings)
+    try:
+        import llama_index.embeddings.openai  # noqa: F401
+    except ImportError:
+        assert model is None
+        assert "pip install 'specrag[openai-embeddings]'" in caplog.text
+    else:
+        assert embed_model_id(model).endswith("text-embedding-3-small")
+
+
+def test_model_dir_fixture_path_is_the_shared_one():
+    assert MODEL_DIR.name == "all-MiniLM-L6-v2-onnx"

@@ -1,0 +1,125 @@
+"""Incremental builds: unchanged specs skipped, changed replaced, deleted removed, new model rebuilds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline.errors import CorpusError
+from pipeline.index import ChunkStore, IndexBuilder, load_manifest
+
+from .fleet import component, endpoint, mini_fleet, pets_api, users_api, weather_api
+
+
+def _build(settings, model, apis, **kwargs):
+    store = ChunkStore.open(settings, embed_model=model)
+    return store, IndexBuilder(store, settings, **kwargs).build(apis, progress=False)
+
+
+def _pets_v2():
+    pets = pets_api("2")
+    pets.chunks = [pets.chunks[0], endpoint("pets", "delete", "/pets/{petId}", "Remove a pet for adoption", "deletePet"),
+                   component("pets", "Pet", "a pet: hamster or parrot with a name")]
+    return pets
+
+
+def test_unchanged_specs_are_skipped(settings, embed_model):
+    _build(settings, embed_model, mini_fleet())[0].close()
+    before = load_manifest(settings.data_dir)
+    store, report = _build(settings, embed_model, mini_fleet())
+    assert report.apis_unchanged == ["users", "pets", "weather"]
+    assert report.chunks_embedded == 0 and not report.bm25_rebuilt and not report.apis_added
+    assert load_manifest(settings.data_dir).generation == before.generation
+    store.close()
+
+
+def test_changed_spec_is_replaced(settings, embed_model):
+    _build(settings, embed_model, mini_fleet())[0].close()
+    store, report = _build(settings, embed_model, [users_api(), _pets_v2(), weather_api()])
+    assert report.apis_updated == ["pets"] and report.apis_unchanged == ["users", "weather"]
+    assert report.chunks_embedded == 3 and report.bm25_rebuilt
+    new_ids = [c.id for c in _pets_v2().chunks]
+    assert store.api_chunk_ids("pets") == new_ids
+    assert "pets:paths/~1pets/post" not in store.get_chunks(new_ids + ["pets:paths/~1pets/post"])
+    for search in (store.vector_search, store.lexical_search):
+        ids = {h.node.node_id for h in search("add a pet to the store", ["pets"], None, 10)}
+        assert "pets:paths/~1pets/post" not in ids and "pets:paths/~1pets~1{petId}/delete" in ids
+    hamster = store.lexical_search("hamster", None, None, 5)
+    assert [h.node.node_id for h in hamster] == ["pets:components/schemas/Pet"]
+    assert store.get_chunks(["pets:components/schemas/Pet"])["pets:components/schemas/Pet"].text.endswith("name")
+    store.close()
+
+
+def test_deleted_spec_is_removed(settings, embed_model):
+    _build(settings, embed_model, mini_fleet())[0].close()
+    store, report = _build(settings, embed_model, [users_api(), pets_api()])
+    assert report.apis_removed == ["weather"] and report.chunks_embedded == 0
+    assert store.complete_api_ids() == {"users", "pets"}
+    assert store.vectors.client.get(where={"source_file": "weather"})["ids"] == []
+    assert store.vector_search("weather forecast", None, None, 20)
+    for search in (store.vector_search, store.lexical_search):
+        assert all(h.node.metadata["source_file"] != "weather" for h in search("weather forecast", None, None, 20))
+    assert [p.name for p in (settings.data_dir / "bm25").iterdir()] == [load_manifest(settings.data_dir).bm25_dir]
+    store.close()
+
+
+@pytest.mark.parametrize("change", ["chunker", "model"])
+def test_new_chunker_or_model_rebuilds_everything(settings, embed_model, change):
+    _build(settings, embed_model, mini_fleet())[0].close()
+    if change == "chunker":
+        store, report = _build(settings, embed_model, mini_fleet(), chunker_version="test-2")
+        assert report.chunks_embedded == 11 and "chunker test-2" in report.full_rebuild
+        assert store.vectors.client.count() == 11
+    else:
+        store, report = _build(settings, None, mini_fleet())
+        assert report.chunks_embedded == 0 and report.search_mode == "lexical" and "now none" in report.full_rebuild
+        assert settings.collection not in {c.name for c in store.client.list_collections()}
+    assert report.apis_added == ["users", "pets", "weather"] and report.bm25_rebuilt
+    assert store.lexical_search("forecast", None, None, 1)[0].node.node_id == "weather:paths/~1forecast/get"
+    store.close()
+
+
+def test_index_built_lexical_then_queried_with_model_is_lexical(settings, embed_model, caplog):
+    _build(settings, None, mini_fleet())[0].close()
+    store = ChunkStore.open(settings, embed_model=embed_model)
+    assert store.search_mode == "lexical" and "lexical search only" in caplog.text
+    assert store.vector_search("forecast", None, None, 3) == []
+    assert store.get_chunks(["weather:paths/~1forecast/get"])
+    store.close()
+
+
+def test_bad_input_is_rejected(settings):
+    store = ChunkStore.open(settings, embed_model=None)
+    with pytest.raises(CorpusError, match="file_id 'pets'"):
+        IndexBuilder(store, settings).build([pets_api(), pets_api("2")], progress=False)
+    twice = pets_api()
+    twice.chunks.append(twice.chunks[0])
+    with pytest.raises(ValueError, match="duplicate chunk ids"):
+        IndexBuilder(store, settings).build([twice], progress=False)
+    assert load_manifest(settings.data_dir) is None
+
+
+def test_local_vectors_stay_aligned_after_updates(settings, embed_model):
+    """Unchanged APIs' vectors are copied from the previous local index; all rows match Chroma."""
+    _build(settings, embed_model, mini_fleet())[0].close()
+    store, report = _build(settings, embed_model, [users_api(), _pets_v2(), weather_api()])
+    assert report.chunks_embedded == 3
+    local = store.local
+    for file_id, (start, end) in local.docs.ranges.items():
+        ids = local.docs.ids[start:end]
+        stored = store.vectors.client.get(ids=ids, include=["embeddings"])
+        by_id = dict(zip(stored["ids"], stored["embeddings"]))
+        expected = [by_id[i] for i in ids]
+        assert local.rows_vectors(file_id) == pytest.approx(np.asarray(expected), abs=1e-6), file_id
+    store.close()
+
+
+def test_empty_input_empties_the_index(settings, embed_model):
+    _build(settings, embed_model, mini_fleet())[0].close()
+    store, report = _build(settings, embed_model, [])
+    assert sorted(report.apis_removed) == ["pets", "users", "weather"] and report.bm25_rebuilt
+    assert store.complete_api_ids() == set() and store.local is None
+    assert store.vectors.client.count() == 0
+    assert store.vector_search("pets", None, None, 5) == [] and store.lexical_search("pets", None, None, 5) == []
+    assert store.get_chunks(["pets:components/schemas/Pet"]) == {}
+    store.close()

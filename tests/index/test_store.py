@@ -1,0 +1,92 @@
+"""Build the mini fleet into a real persistent Chroma + BM25, then query both sides."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.index import ChunkStore, IndexBuilder
+from pipeline.nodes import node_to_chunk
+
+from .fleet import mini_fleet
+
+QUERIES = ["get a user profile", "postal address of a user", "list pets", "weather forecast", "user not found"]
+
+
+@pytest.fixture
+def store(settings, embed_model):
+    store = ChunkStore.open(settings, embed_model=embed_model)
+    report = IndexBuilder(store, settings).build(mini_fleet(), progress=False)
+    assert report.apis_added == ["users", "pets", "weather"] and report.chunks_embedded == 11
+    assert report.search_mode == store.search_mode == "hybrid" and report.full_rebuild == "no manifest"
+    yield store
+    store.close()
+
+
+def test_both_sides_find_the_obvious_chunk(store):
+    for search in (store.vector_search, store.lexical_search):
+        assert search("weather forecast for a city", None, None, 3)[0].node.node_id == "weather:paths/~1forecast/get"
+        assert search("postal address", None, None, 3)[0].node.node_id == "users:components/schemas/Address"
+
+
+@pytest.mark.parametrize("selected", [["pets"], ["users", "weather"], ["weather"]])
+def test_no_filter_leak(store, selected):
+    for search in (store.vector_search, store.lexical_search):
+        for query in QUERIES:
+            hits = search(query, selected, None, 20)
+            assert {h.node.metadata["source_file"] for h in hits} <= set(selected), (search.__name__, query)
+    assert len(store.vector_search("anything", selected, None, 20)) == sum(
+        len(store.api_chunk_ids(f)) for f in selected)
+
+
+def test_type_filter(store):
+    for search in (store.vector_search, store.lexical_search):
+        hits = search("user", None, ["component"], 20)
+        assert hits and {h.node.metadata["type"] for h in hits} == {"component"}
+        errors = search("user not found", ["users"], ["errors"], 20)
+        assert [h.node.node_id for h in errors] == ["users:paths/~1users~1{id}/get:errors"]
+        assert search("user", ["pets", "users"], ["endpoint", "errors"], 20)
+    assert store.vector_search("user", None, [], 5) == [] and store.vector_search("user", [], None, 5) == []
+    assert store.vector_search("user", ["unknown-api"], None, 5) == []
+
+
+def test_nodes_carry_chunk_text_and_metadata(store):
+    hit = store.vector_search("Create a new user account", ["users"], ["endpoint"], 1)[0]
+    original = mini_fleet()[0].chunks[1]
+    chunk = node_to_chunk(hit.node)
+    assert chunk.id == original.id and chunk.text == original.text
+    assert chunk.ref_ids == original.ref_ids and chunk.method == "POST"
+    lexical = store.lexical_search("createUser", ["users"], None, 1)[0]
+    assert node_to_chunk(lexical.node) == chunk
+
+
+def test_get_chunks_and_api_ids(store):
+    ids = ["users:components/schemas/User", "users:components/schemas/Country", "nope:components/schemas/X"]
+    chunks = store.get_chunks(ids)
+    assert set(chunks) == set(ids[:2])
+    assert chunks["users:components/schemas/User"].ref_ids == {"users:components/schemas/Address": ["#/properties/x"]}
+    assert store.get_chunks([]) == {}
+    assert store.api_chunk_ids("pets") == [c.id for c in mini_fleet()[1].chunks]
+    assert store.api_chunk_ids("unknown") == []
+    assert store.complete_api_ids() == {"users", "pets", "weather"}
+
+
+def test_reopen_from_disk(store, settings, embed_model):
+    store.close()
+    again = ChunkStore.open(settings, embed_model=embed_model)
+    assert again.search_mode == "hybrid" and again.complete_api_ids() == {"users", "pets", "weather"}
+    assert again.lexical_search("forecast", ["weather"], None, 1)[0].node.node_id == "weather:paths/~1forecast/get"
+    assert again.vector_search("dog or cat", None, None, 1)[0].node.node_id == "pets:components/schemas/Pet"
+    again.close()
+
+
+def test_local_vector_search_matches_chroma(store):
+    """The exact numpy search over the local copy ranks like Chroma's own query, with the same scores."""
+    from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
+
+    for query, file_ids in [("user address", ["users", "pets"]), ("rain tomorrow", ["weather", "users"])]:
+        ours = store.vector_search(query, file_ids, None, 4)
+        embedding = store.embed_model.get_query_embedding(query)
+        filters = MetadataFilters(filters=[MetadataFilter(key="source_file", value=file_ids, operator=FilterOperator.IN)])
+        chroma = store.vectors.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=4, filters=filters))
+        assert [h.node.node_id for h in ours] == chroma.ids
+        assert [h.score for h in ours] == pytest.approx(chroma.similarities, abs=1e-4)

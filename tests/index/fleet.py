@@ -8,7 +8,7 @@ from pathlib import Path
 from pipeline.specs.ids import errors_chunk_id, make_chunk_id, operation_chunk_id
 from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 
-MODEL_DIR = Path("/work/shared/models/all-MiniLM-L6-v2-onnx")
+MODEL_DIR = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx"  # ../shared beside the repo
 
 
 def endpoint(file_id: str, method: str, path: str, summary: str, op_id: str, refs: list[str] = ()) -> Chunk:

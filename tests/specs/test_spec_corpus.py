@@ -10,7 +10,7 @@ import pytest
 from pipeline.settings import Settings
 from pipeline.specs.ingest import CorpusIngest, ingest_paths
 
-CORPUS = Path("/work/shared/corpus")
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 DO_ENTRY = CORPUS / "digitalocean" / "specification" / "DigitalOcean-public.v2.yaml"
 
 pytestmark = [pytest.mark.slow,

@@ -35,10 +35,8 @@ def add_parsers(sub: argparse._SubParsersAction, common: Callable[[argparse.Argu
     p.add_argument("--out", type=Path, default=None, help="output folder (default runs/<timestamp>)")
     common(p)
 
-    try:  # TEMP until pipeline/bench.py lands
-        from pipeline.bench import add_bench_parser
-    except ImportError:
-        return
+    from pipeline.bench import add_bench_parser
+
     add_bench_parser(sub, common)
 
 

@@ -1,0 +1,122 @@
+"""``specrag bench`` on the demo corpus with the real local ONNX model: counts, latency order,
+the side-by-side baseline, serving memory, and lexical mode reporting why the baseline is absent."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from evals.querysets import load_query_set
+from pipeline.bench import BenchError, Latency, _serve, add_bench_parser, cmd_bench, format_bench, run_bench
+from pipeline.settings import Settings
+from pipeline.specs.ingest import ingest_paths
+from pipeline.workspace import corpus_settings
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO = [REPO / "examples" / "specs"]
+MODEL_DIR = Path(__file__).resolve().parents[2] / "shared" / "models" / "all-MiniLM-L6-v2-onnx"
+QUERIES = [q.query for q in load_query_set(REPO / "evals" / "sets" / "demo.jsonl")]
+
+
+def _demo_counts() -> tuple[int, int]:
+    apis = ingest_paths(DEMO, Settings().chunk_max_tokens, progress=False).apis
+    return len(apis), sum(len(a.chunks) for a in apis)
+
+
+@pytest.fixture(scope="module")
+def hybrid(tmp_path_factory):
+    if not (MODEL_DIR / "model.onnx").is_file():
+        pytest.skip(f"local ONNX model folder {MODEL_DIR} is absent")
+    data = tmp_path_factory.mktemp("bench")
+    settings = Settings(data_dir=data, embed_model_path=MODEL_DIR, chroma_host=None)
+    return data, run_bench(settings, DEMO, QUERIES, repeats=2, progress=False)
+
+
+def test_counts_and_fresh_build(hybrid):
+    data, report = hybrid
+    n_apis, n_chunks = _demo_counts()
+    assert (report.apis, report.chunks, report.chunks_embedded) == (n_apis, n_chunks, n_chunks)
+    assert report.fresh_build and report.search_mode == "hybrid"
+    assert report.index_build_seconds > 0 and report.embed_chunks_per_s > 0 and report.ingest_seconds > 0
+    assert report.queries == len(QUERIES) and report.repeats == 2
+    assert list(data.iterdir()) == [], "the temporary build folder must be removed"
+
+
+def test_latency_is_ordered_per_stage(hybrid):
+    _, report = hybrid
+    assert set(report.latency_ms) == {"wall", "select", "expand", "search", "refs", "assemble", "total"}
+    for name, lat in report.latency_ms.items():
+        assert lat.n == 2 * len(QUERIES), name
+        assert 0 <= lat.p50 <= lat.p95 <= lat.max, name
+    wall, total = report.latency_ms["wall"], report.latency_ms["total"]
+    assert wall.p50 > 0 and wall.p50 >= total.p50 * 0.9  # the wall clock wraps the engine's own total
+
+
+def test_baseline_side_by_side_and_memory(hybrid):
+    _, report = hybrid
+    base = report.baseline_latency_ms
+    assert base is not None and base.n == 2 * len(QUERIES) and base.p50 > 0
+    assert report.baseline_unavailable == ""
+    assert report.ratio_p50 == pytest.approx(report.latency_ms["wall"].p50 / base.p50, abs=0.01)
+    assert report.ratio_p95 > 0
+    assert report.peak_rss_mb_serving >= report.rss_mb_engine_open > 50
+    assert report.machine.cpus >= 1 and report.machine.python
+
+
+def test_format_names_every_required_number(hybrid):
+    _, report = hybrid
+    text = format_bench(report)
+    for needle in ("ingest time", "embedding throughput", "chunks/s", "index build time", "p50", "p95",
+                   "peak RSS while serving", "VectorStoreIndex", "ratio ours/baseline", "fresh build"):
+        assert needle in text, needle
+    assert f"{report.latency_ms['wall'].p95:.2f}" in text and f"{report.ratio_p50}x" in text
+
+
+def test_latency_percentiles_exact():
+    lat = Latency.of([4.0, 1.0, 3.0, 2.0])
+    assert (lat.p50, lat.p95, lat.mean, lat.max, lat.n) == (2.5, 3.85, 2.5, 4.0, 4)
+    assert Latency.of([]).n == 0
+
+
+def _cli(argv: list[str]) -> argparse.Namespace:
+    root = argparse.ArgumentParser()
+    sub = root.add_subparsers(dest="command")
+
+    def common(p):
+        p.add_argument("--json", action="store_true")
+
+    add_bench_parser(sub, common)
+    return root.parse_args(argv)
+
+
+def test_cli_lexical_reuse_reports_baseline_unavailable(tmp_path, capsys):
+    """Lexical mode (no embedding model): the baseline cannot run and says why; --reuse is incremental."""
+    qset = tmp_path / "q.jsonl"
+    qset.write_text(json.dumps({"id": "q1", "query": "How do I create a new user?", "apis": ["users_api"],
+                                "endpoints": []}) + "\n")
+    settings = Settings(data_dir=tmp_path / "data", embed_model="none", chroma_host=None)
+    argv = ["bench", "--corpus", *map(str, DEMO), "--queries", str(qset), "--reuse", "--json"]
+    reports = []
+    for _ in range(2):
+        assert cmd_bench(_cli(argv), settings) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    first, second = reports
+    assert first["search_mode"] == "lexical" and first["baseline_latency_ms"] is None
+    assert "lexical mode" in first["baseline_unavailable"] and first["ratio_p50"] is None
+    assert not first["fresh_build"] and first["latency_ms"]["wall"]["n"] == 1
+    assert (corpus_settings(settings, DEMO).data_dir / "manifest.json").is_file()  # the corpus's own index
+    assert second["chunks"] == first["chunks"] and second["chunks_embedded"] == 0
+    from pipeline.bench import BenchReport
+
+    text = format_bench(BenchReport.model_validate(second))
+    assert "not run: lexical mode" in text and "--reuse" in text and "n/a chunks/s" in text
+
+
+def test_no_queries_and_failed_child_are_errors(tmp_path):
+    with pytest.raises(ValueError, match="no queries"):
+        run_bench(Settings(data_dir=tmp_path), DEMO, [])
+    with pytest.raises(BenchError, match="serving process failed"):
+        _serve(Settings(data_dir=tmp_path / "nothing-built", embed_model="none"), ["find a user"], 1, True)

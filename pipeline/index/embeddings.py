@@ -7,6 +7,10 @@ queries keep working on BM25 alone, and one warning per process says why and wha
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import tempfile
+from pathlib import Path
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
@@ -15,6 +19,7 @@ from pipeline.settings import Settings
 logger = logging.getLogger(__name__)
 
 NO_EMBEDDINGS = "none"
+HUB_HOST = "huggingface.co"
 EMBED_BATCH_SIZE = 256
 _OPENAI_PREFIX = "openai:"
 # Messages already logged in this process: a query loop must not repeat the same warning.
@@ -50,6 +55,8 @@ def _fastembed_model(name: str, settings: Settings) -> BaseEmbedding:
     from llama_index.embeddings.fastembed import FastEmbedEmbedding
 
     kwargs = {}
+    if settings.embed_model_path is None and not _downloadable(name):
+        raise ConnectionError(f"the model hub is unreachable and {name!r} is not in fastembed's cache")
     if settings.embed_model_path is not None:
         path = settings.embed_model_path.expanduser()
         if not (path / "model.onnx").is_file():
@@ -58,6 +65,21 @@ def _fastembed_model(name: str, settings: Settings) -> BaseEmbedding:
         kwargs["specific_model_path"] = str(path)
     return FastEmbedEmbedding(model_name=name, threads=settings.embed_threads,
                               embed_batch_size=EMBED_BATCH_SIZE, **kwargs)
+
+
+def _downloadable(name: str) -> bool:
+    """True when fastembed can get the model: cached already, or the hub answers within 2 s.
+
+    Without this, fastembed retries an unreachable hub for ~40 s before giving up."""
+    cache = Path(os.environ.get("FASTEMBED_CACHE_PATH", Path(tempfile.gettempdir()) / "fastembed_cache"))
+    repo = name.split("/")[-1].lower()
+    if cache.is_dir() and any(repo in p.name.lower() for p in cache.iterdir()):
+        return True
+    try:
+        with socket.create_connection((HUB_HOST, 443), timeout=2):
+            return True
+    except OSError:
+        return False
 
 
 def _openai_model(model: str, settings: Settings) -> BaseEmbedding:

@@ -55,3 +55,20 @@ def test_openai_without_extra_package_names_the_install(caplog, monkeypatch):
 
 def test_model_dir_fixture_path_is_the_shared_one():
     assert MODEL_DIR.name == "all-MiniLM-L6-v2-onnx"
+
+
+def test_unreachable_hub_falls_back_to_lexical_at_once(tmp_path, monkeypatch, caplog):
+    """No local path, nothing cached, hub unreachable: no 40 s of fastembed retries."""
+    import time
+
+    import pipeline.index.embeddings as embeddings
+
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(embeddings, "HUB_HOST", "127.0.0.1")  # nothing listens on 443 here
+    monkeypatch.setattr(embeddings, "_warned", set())
+    start = time.perf_counter()
+    with caplog.at_level("WARNING"):
+        model = embeddings.build_embed_model(Settings(data_dir=tmp_path, embed_model_path=None))
+    assert model is None
+    assert time.perf_counter() - start < 5
+    assert "hub is unreachable" in caplog.text and "SPECRAG_EMBED_MODEL_PATH" in caplog.text

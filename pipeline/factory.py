@@ -27,7 +27,7 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     retriever = HybridRetriever.from_settings(store, settings)
 
     def fleet_search(query: str, k: int):
-        return retriever.search(QueryBundle(query_str=query), None, ["endpoint"], k)
+        return retriever.search(QueryBundle(query_str=query), None, ["endpoint"], k, hydrate=False)
 
     indexes = {e.file_id: idx for e in catalog.apis if (idx := load_api_index(catalog_dir, e.file_id))}
     selector = KeywordApiSelector(catalog, indexes, fleet_search, settings.max_selected_apis)

@@ -27,10 +27,12 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 from llama_index.retrievers.bm25 import BM25Retriever
 from pydantic import BaseModel, Field
 
+from pipeline.lexical import stem_terms
 from pipeline.nodes import chunk_to_node
 from pipeline.specs.models import Chunk
 
 DOCS_NAME, VECTORS_NAME = "docs.json", "vectors.npy"
+STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 _WORD = re.compile(r"\w{4,}")
 _PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
@@ -59,6 +61,9 @@ class LexicalIndex:
         self.vectors = vectors
         self._types = np.array(docs.types)
         self._position = {chunk_id: i for i, chunk_id in enumerate(docs.ids)}
+        self._file_of = [""] * len(docs.ids)
+        for file_id, (start, end) in docs.ranges.items():
+            self._file_of[start:end] = [file_id] * (end - start)
 
     @property
     def api_hashes(self) -> dict[str, str]:
@@ -102,30 +107,30 @@ class LexicalIndex:
         vectors = np.load(vectors_file, mmap_mode="r") if vectors_file.is_file() else None
         return cls(retriever, docs, vectors)
 
-    def search(self, query: str, file_ids: set[str], types: list[str] | None, top_k: int) -> list[NodeWithScore]:
+    def search(self, query: str, file_ids: set[str], types: list[str] | None, top_k: int,
+               hydrate: bool = True) -> list[NodeWithScore]:
         """Top ``top_k`` documents of ``file_ids`` (and ``types``) by BM25; no zero-score hits."""
         rows = self._rows(file_ids, types)
         if rows is None or top_k <= 0:
             return []
-        query_tokens = bm25s.tokenize(split_identifiers(query), stopwords="en", stemmer=self.retriever.stemmer,
-                                      return_ids=False, show_progress=False)[0]
+        query_tokens = stem_terms(query)  # the fuller stopword list questions need
         token_ids = self.retriever.bm25.get_tokens_ids(query_tokens)
         if not token_ids:
             return []
         mask = np.zeros(len(self.docs.ids), dtype=np.float32)
         mask[rows] = 1.0
         scores = self.retriever.bm25.get_scores_from_ids(token_ids, weight_mask=mask)
-        return self._top(np.arange(len(scores)), scores, top_k, lambda s: s)
+        return self._top(np.arange(len(scores)), scores, top_k, lambda s: s, hydrate=hydrate)
 
     def vector_search(self, embedding: list[float], file_ids: set[str], types: list[str] | None,
-                      top_k: int) -> list[NodeWithScore]:
+                      top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
         """Exact cosine search over the rows of ``file_ids``; scores as ChromaVectorStore gives them."""
         rows = self._rows(file_ids, types)
         if rows is None or self.vectors is None or top_k <= 0:
             return []
         query = _unit_rows(np.asarray(embedding, dtype=np.float32)[None, :])[0]
         sims = self.vectors @ query if len(rows) == len(self.docs.ids) else self.vectors[rows] @ query
-        return self._top(rows, sims, top_k, lambda s: math.exp(s - 1.0), keep_all=True)
+        return self._top(rows, sims, top_k, lambda s: math.exp(s - 1.0), keep_all=True, hydrate=hydrate)
 
     def rows_vectors(self, file_id: str) -> np.ndarray | None:
         start, end = self.docs.ranges.get(file_id, (0, 0))
@@ -142,6 +147,12 @@ class LexicalIndex:
     def _node(self, position: int) -> TextNode:
         return metadata_dict_to_node(self.retriever.corpus[position])
 
+    def _stub(self, position: int) -> TextNode:
+        """Id, API and type only: ranking and fusion need no more, and parsing a full node
+        costs ~0.1 ms (a query touches a few hundred candidates). See ``hydrate``."""
+        return TextNode(id_=self.docs.ids[position], text="",
+                        metadata={"source_file": self._file_of[position], "type": str(self._types[position]), STUB: True})
+
     def _rows(self, file_ids: set[str], types: list[str] | None) -> np.ndarray | None:
         """Document positions of ``file_ids`` restricted to ``types``; None when there are none."""
         spans = [self.docs.ranges[f] for f in sorted(file_ids) if f in self.docs.ranges]
@@ -150,11 +161,13 @@ class LexicalIndex:
             rows = rows[np.isin(self._types[rows], list(types))]
         return rows if rows.size else None
 
-    def _top(self, rows: np.ndarray, scores: np.ndarray, k: int, scale, keep_all: bool = False) -> list[NodeWithScore]:
+    def _top(self, rows: np.ndarray, scores: np.ndarray, k: int, scale, keep_all: bool = False,
+             hydrate: bool = True) -> list[NodeWithScore]:
         k = min(k, len(scores))
         best = np.argpartition(-scores, k - 1)[:k]
         best = best[np.argsort(-scores[best], kind="stable")]
-        return [NodeWithScore(node=self._node(int(rows[i])), score=float(scale(scores[i])))
+        make = self._node if hydrate else self._stub
+        return [NodeWithScore(node=make(int(rows[i])), score=float(scale(scores[i])))
                 for i in best if keep_all or scores[i] > 0]
 
 

@@ -22,7 +22,7 @@ from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter,
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from pipeline.index.embeddings import build_embed_model, embed_model_id
-from pipeline.index.lexical import LexicalIndex
+from pipeline.index.lexical import STUB, LexicalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
 from pipeline.nodes import node_to_chunk
 from pipeline.settings import Settings
@@ -32,6 +32,7 @@ from pipeline.specs.models import Chunk
 logger = logging.getLogger(__name__)
 
 HYBRID, LEXICAL = "hybrid", "lexical"
+QUERY_EMBEDDING_CACHE = 256
 _COLLECTION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
 
 
@@ -49,6 +50,7 @@ class ChunkStore:
         self.search_mode = LEXICAL
         self._client = None
         self._vectors: ChromaVectorStore | None = None
+        self._embedding_cache: dict[str, list[float]] = {}
 
     @classmethod
     def open(cls, settings: Settings, embed_model: BaseEmbedding | None | str = "auto") -> "ChunkStore":
@@ -85,15 +87,15 @@ class ChunkStore:
         return self._local_ids()
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                      top_k: int) -> list[NodeWithScore]:
+                      top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
         if self.search_mode != HYBRID or top_k <= 0 or types == []:
             return []
         allowed = self._allowed(file_ids)
         if not allowed:
             return []
-        embedding = self.embed_model.get_query_embedding(query)
+        embedding = self._query_embedding(query)
         local = allowed & self._local_ids() if self.local is not None and self.local.vectors is not None else set()
-        hits = self.local.vector_search(embedding, local, types, top_k) if local else []
+        hits = self.local.vector_search(embedding, local, types, top_k, hydrate=hydrate) if local else []
         if rest := allowed - local:  # not in the local index in this version: ask Chroma (slower)
             filters = [MetadataFilter(key="source_file", value=sorted(rest), operator=FilterOperator.IN)]
             if types is not None:
@@ -103,10 +105,32 @@ class ChunkStore:
             hits += [NodeWithScore(node=n, score=s) for n, s in zip(found.nodes or [], found.similarities or [])]
         return sorted(hits, key=lambda h: -(h.score or 0.0))[:top_k]
 
+    def _query_embedding(self, query: str) -> list[float]:
+        """Stage 1's fleet-wide evidence and stage 3 embed the same words: embed them once."""
+        cached = self._embedding_cache.get(query)
+        if cached is None:
+            cached = self.embed_model.get_query_embedding(query)
+            if len(self._embedding_cache) >= QUERY_EMBEDDING_CACHE:
+                self._embedding_cache.pop(next(iter(self._embedding_cache)))
+            self._embedding_cache[query] = cached
+        return cached
+
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                       top_k: int) -> list[NodeWithScore]:
+                       top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
+        """``hydrate=False`` returns stub nodes (id, source_file, type): enough to rank and fuse."""
         allowed = self._allowed(file_ids) & self._local_ids()
-        return self.local.search(query, allowed, types, top_k) if allowed else []
+        return self.local.search(query, allowed, types, top_k, hydrate=hydrate) if allowed else []
+
+    def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
+        """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
+        stubs = [h.node.node_id for h in hits if h.node.metadata.get(STUB)]
+        if not stubs:
+            return hits
+        full = self.local.get_nodes(stubs) if self.local is not None else {}
+        if missing := [i for i in stubs if i not in full]:
+            full |= {n.node_id: n for n in self.vectors.get_nodes(node_ids=missing)}
+        return [NodeWithScore(node=full[h.node.node_id], score=h.score) if h.node.metadata.get(STUB) else h
+                for h in hits if not h.node.metadata.get(STUB) or h.node.node_id in full]
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         """At most one batched Chroma get; ids that are missing (or of an API not complete) are absent."""

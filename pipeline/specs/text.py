@@ -57,6 +57,6 @@ def errors_texts(method: str, path: str, op_id: str, errors: dict) -> dict[str, 
         desc = first_sentence(response.get("description", ""), 60) if isinstance(response, dict) else ""
         parts.append(f"{code} {desc}".strip())
     names = ref_names(errors)
-    embed = clip(f"errors of {method} {path}: {'; '.join(parts)}", EMBED_CHARS)
+    embed = clip(f"errors of {method} {_path_words(path)} ({split_identifier(op_id)}): {'; '.join(parts)}", EMBED_CHARS)
     search = f"error errors {method} {path} {_path_words(path)} {_words([op_id])} {' '.join(parts)} {_words(names)}"
     return {"embed_text": embed, "search_text": " ".join(search.split())}

@@ -19,8 +19,11 @@ from pipeline.stages.fusion import reciprocal_rank_fusion
 class SearchIndex(Protocol):
     search_mode: str
 
-    def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int) -> list[NodeWithScore]: ...
-    def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int) -> list[NodeWithScore]: ...
+    def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
+                      hydrate: bool = True) -> list[NodeWithScore]: ...
+    def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
+                       hydrate: bool = True) -> list[NodeWithScore]: ...
+    def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]: ...
 
 
 class HybridRetriever(BaseRetriever):
@@ -45,12 +48,14 @@ class HybridRetriever(BaseRetriever):
         return self.search(query_bundle, self.file_ids, self.types, self.top_k)
 
     def search(self, query_bundle: QueryBundle, file_ids: list[str] | None, types: list[str] | None,
-               top_k: int) -> list[NodeWithScore]:
+               top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
+        """Fused top ``top_k``; ``hydrate=False`` leaves them as id/API/type stubs (cheap)."""
         if file_ids is not None and not file_ids:
             return []
         depth = max(self.candidates, 3 * top_k)
         vector_query = (query_bundle.embedding_strs or [query_bundle.query_str])[0]
-        vector_hits = self.index.vector_search(vector_query, file_ids, types, depth) if self.index.search_mode == "hybrid" else []
-        lexical_hits = self.index.lexical_search(query_bundle.query_str, file_ids, types, depth)
+        vector_hits = (self.index.vector_search(vector_query, file_ids, types, depth, hydrate=False)
+                       if self.index.search_mode == "hybrid" else [])
+        lexical_hits = self.index.lexical_search(query_bundle.query_str, file_ids, types, depth, hydrate=False)
         fused = reciprocal_rank_fusion([(vector_hits, self.weights[0]), (lexical_hits, self.weights[1])], self.rrf_k)
-        return fused[:top_k]
+        return self.index.hydrate(fused[:top_k]) if hydrate else fused[:top_k]

@@ -90,3 +90,16 @@ def test_local_vector_search_matches_chroma(store):
         chroma = store.vectors.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=4, filters=filters))
         assert [h.node.node_id for h in ours] == chroma.ids
         assert [h.score for h in ours] == pytest.approx(chroma.similarities, abs=1e-4)
+
+
+def test_stubs_rank_like_full_nodes_and_hydrate_to_them(store):
+    for search in (store.vector_search, store.lexical_search):
+        full = search("postal address of a user", ["users"], None, 4)
+        stubs = search("postal address of a user", ["users"], None, 4, hydrate=False)
+        assert [(h.node.node_id, h.score) for h in stubs] == [(h.node.node_id, h.score) for h in full]
+        assert all(h.node.text == "" and set(h.node.metadata) == {"source_file", "type", "_stub"} for h in stubs)
+        assert {h.node.metadata["source_file"] for h in stubs} == {"users"}
+        hydrated = store.hydrate(stubs)
+        assert [(h.node.node_id, h.score, h.node.text) for h in hydrated] == [
+            (h.node.node_id, h.score, h.node.text) for h in full]
+    assert store.hydrate(full) == full  # nothing to do for full nodes

@@ -123,14 +123,17 @@ class ChunkStore:
 
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
-        stubs = [h.node.node_id for h in hits if h.node.metadata.get(STUB)]
+        def is_stub(hit: NodeWithScore) -> bool:  # flagged, or any node without text
+            return bool(hit.node.metadata.get(STUB)) or not hit.node.get_content()
+
+        stubs = [h.node.node_id for h in hits if is_stub(h)]
         if not stubs:
             return hits
         full = self.local.get_nodes(stubs) if self.local is not None else {}
         if missing := [i for i in stubs if i not in full]:
             full |= {n.node_id: n for n in self.vectors.get_nodes(node_ids=missing)}
-        return [NodeWithScore(node=full[h.node.node_id], score=h.score) if h.node.metadata.get(STUB) else h
-                for h in hits if not h.node.metadata.get(STUB) or h.node.node_id in full]
+        return [NodeWithScore(node=full[h.node.node_id], score=h.score) if is_stub(h) else h
+                for h in hits if not is_stub(h) or h.node.node_id in full]
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         """At most one batched Chroma get; ids that are missing (or of an API not complete) are absent."""

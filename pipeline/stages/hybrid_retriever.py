@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from pipeline.settings import Settings
+from pipeline.specs.ids import base_chunk_id
 from pipeline.stages.fusion import reciprocal_rank_fusion
 
 
@@ -24,6 +25,22 @@ class SearchIndex(Protocol):
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
                        hydrate: bool = True) -> list[NodeWithScore]: ...
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]: ...
+
+
+def collapse_parts(hits: list[NodeWithScore]) -> list[NodeWithScore]:
+    """A ``:partN`` hit stands for its whole chunk: rank the base chunk once, at its best place
+    (the reference expansion brings the other parts)."""
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        base = base_chunk_id(hit.node.node_id)
+        if base in seen:
+            continue
+        seen.add(base)
+        if base != hit.node.node_id:
+            hit = NodeWithScore(node=TextNode(id_=base, text="", metadata=dict(hit.node.metadata)), score=hit.score)
+        out.append(hit)
+    return out
 
 
 class HybridRetriever(BaseRetriever):
@@ -57,5 +74,6 @@ class HybridRetriever(BaseRetriever):
         vector_hits = (self.index.vector_search(vector_query, file_ids, types, depth, hydrate=False)
                        if self.index.search_mode == "hybrid" else [])
         lexical_hits = self.index.lexical_search(query_bundle.query_str, file_ids, types, depth, hydrate=False)
-        fused = reciprocal_rank_fusion([(vector_hits, self.weights[0]), (lexical_hits, self.weights[1])], self.rrf_k)
+        fused = reciprocal_rank_fusion([(collapse_parts(vector_hits), self.weights[0]),
+                                        (collapse_parts(lexical_hits), self.weights[1])], self.rrf_k)
         return self.index.hydrate(fused[:top_k]) if hydrate else fused[:top_k]

@@ -1,0 +1,59 @@
+"""HybridRetriever over a small in-memory SearchIndex: filters passed to both sides, parts
+collapsed onto their chunk, weighted RRF, lexical-only mode, hydration of the top k only."""
+
+from __future__ import annotations
+
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from pipeline.stages.hybrid_retriever import HybridRetriever, collapse_parts
+
+
+class ListIndex:
+    def __init__(self, vector_ids, lexical_ids, mode="hybrid"):
+        self.search_mode = mode
+        self.vector_ids, self.lexical_ids = vector_ids, lexical_ids
+        self.calls: list[tuple] = []
+
+    def _hits(self, ids):
+        return [NodeWithScore(node=TextNode(id_=i, text="", metadata={"source_file": i.split(":")[0]}), score=1.0)
+                for i in ids]
+
+    def vector_search(self, query, file_ids, types, top_k, hydrate=True):
+        self.calls.append(("vector", query, file_ids, types, hydrate))
+        return self._hits(self.vector_ids)[:top_k]
+
+    def lexical_search(self, query, file_ids, types, top_k, hydrate=True):
+        self.calls.append(("lexical", query, file_ids, types, hydrate))
+        return self._hits(self.lexical_ids)[:top_k]
+
+    def hydrate(self, hits):
+        self.calls.append(("hydrate", [h.node.node_id for h in hits]))
+        return [NodeWithScore(node=TextNode(id_=h.node.node_id, text="full " + h.node.node_id,
+                                            metadata=h.node.metadata), score=h.score) for h in hits]
+
+
+def test_both_sides_get_the_filters_and_their_own_query():
+    index = ListIndex(["a:1", "a:2"], ["a:2", "a:3"])
+    retriever = HybridRetriever(index, top_k=2)
+    bundle = QueryBundle(query_str="expanded words", custom_embedding_strs=["user words"])
+    hits = retriever.search(bundle, ["a"], ["endpoint"], 2)
+    assert index.calls[0] == ("vector", "user words", ["a"], ["endpoint"], False)
+    assert index.calls[1] == ("lexical", "expanded words", ["a"], ["endpoint"], False)
+    assert index.calls[2] == ("hydrate", ["a:2", "a:1"])  # a:2 is in both lists, so first
+    assert [h.node.get_content() for h in hits] == ["full a:2", "full a:1"]
+
+
+def test_parts_count_once_at_their_best_rank():
+    index = ListIndex(["a:x:part3", "a:x", "a:y", "a:x:part2"], ["a:y"])
+    retriever = HybridRetriever(index, top_k=3, vector_weight=1.0, bm25_weight=0.0)
+    ids = [h.node.node_id for h in retriever.search(QueryBundle("q"), None, None, 3, hydrate=False)]
+    assert ids == ["a:x", "a:y"]
+    assert [h.node.node_id for h in collapse_parts(index._hits(["a:x:part2", "b:z", "a:x"]))] == ["a:x", "b:z"]
+
+
+def test_lexical_mode_never_asks_for_vectors_and_empty_selection_returns_nothing():
+    index = ListIndex(["a:1"], ["a:3"], mode="lexical")
+    retriever = HybridRetriever(index, top_k=5)
+    assert [h.node.node_id for h in retriever.retrieve("q")] == ["a:3"]
+    assert [c[0] for c in index.calls] == ["lexical", "hydrate"]
+    assert retriever.search(QueryBundle("q"), [], None, 5) == []

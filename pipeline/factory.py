@@ -7,6 +7,8 @@ import logging
 from llama_index.core.schema import QueryBundle
 
 from pipeline.catalog.io import load_api_index, load_catalog
+from pipeline.catalog.vectors import catalog_vectors
+from pipeline.index.embeddings import embed_model_id
 from pipeline.engine import ApiQueryEngine
 from pipeline.settings import Settings
 from pipeline.stages.api_select import KeywordApiSelector
@@ -30,7 +32,11 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         return retriever.search(QueryBundle(query_str=query), None, ["endpoint"], k, hydrate=False)
 
     indexes = {e.file_id: idx for e in catalog.apis if (idx := load_api_index(catalog_dir, e.file_id))}
-    selector = KeywordApiSelector(catalog, indexes, fleet_search, settings.max_selected_apis)
+    api_vectors = None
+    if store.search_mode == "hybrid":
+        api_vectors = catalog_vectors(catalog, store.embed_model, embed_model_id(store.embed_model), catalog_dir)
+    selector = KeywordApiSelector(catalog, indexes, fleet_search, settings.max_selected_apis,
+                                  api_vectors=api_vectors, embed_query=store.embed_query)
     expander = KeywordQueryExpander(indexes.get)
     llm = prompts = None
     if settings.llm_configured:

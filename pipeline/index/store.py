@@ -105,6 +105,10 @@ class ChunkStore:
             hits += [NodeWithScore(node=n, score=s) for n, s in zip(found.nodes or [], found.similarities or [])]
         return sorted(hits, key=lambda h: -(h.score or 0.0))[:top_k]
 
+    def embed_query(self, query: str) -> list[float] | None:
+        """The query's embedding (cached), or None in lexical mode."""
+        return self._query_embedding(query) if self.search_mode == HYBRID else None
+
     def _query_embedding(self, query: str) -> list[float]:
         """Stage 1's fleet-wide evidence and stage 3 embed the same words: embed them once."""
         cached = self._embedding_cache.get(query)

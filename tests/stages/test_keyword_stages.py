@@ -53,7 +53,7 @@ def test_endpoint_evidence_can_outvote_the_catalog(catalog, indexes):
         return hits(("petstore_v2:a", "petstore_v2"), ("petstore_v2:b", "petstore_v2"))
 
     plain = KeywordApiSelector(catalog, indexes).shortlist("user", 2)
-    voted = KeywordApiSelector(catalog, indexes, chunk_search=search, evidence_weight=3.0).shortlist("user", 2)
+    voted = KeywordApiSelector(catalog, indexes, chunk_search=search, weights=(1.0, 1.0, 3.0)).shortlist("user", 2)
     assert plain[0][0] == "users_api"
     assert voted[0][0] == "petstore_v2"
 

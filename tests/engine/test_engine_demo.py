@@ -26,7 +26,7 @@ def test_create_user_context_has_endpoint_schemas_and_errors(demo_engine):
     assert f"{USERS}:paths/~1users/post:errors" in context
     depths = {c.id: c.depth for c in ctx.referenced_chunks}
     assert depths[f"{USERS}:components/schemas/Country"] == 3  # User -> Address -> Country
-    assert ctx.retrieval_stats.selected_apis == [USERS]
+    assert ctx.retrieval_stats.selected_apis[0] == USERS
     assert ctx.total_tokens == sum(c.n_tokens for c in ctx.chunks)
 
 

@@ -108,7 +108,8 @@ def ref_closure(root_id: str, get_chunks: Callable[[list[str]], dict[str, Chunk]
     """Ids reachable from ``root_id`` over ``ref_ids`` in at most ``max_depth`` hops.
 
     The root is excluded; cycles stop at ids already seen; ids the corpus lacks (unresolved
-    refs) are left out, since no context could contain them.
+    refs) are left out, since no context could contain them. ``:partN`` links are not
+    followed: they continue a split chunk's own text, they are no ``$ref`` of the spec.
     """
     seen, frontier, found = {root_id}, [root_id], set()
     for _ in range(max_depth + 1):
@@ -119,7 +120,7 @@ def ref_closure(root_id: str, get_chunks: Callable[[list[str]], dict[str, Chunk]
         next_level = []
         for cid in frontier:
             for ref in chunks[cid].ref_ids if cid in chunks else ():
-                if ref not in seen:
+                if ref not in seen and base_chunk_id(ref) == ref:
                     seen.add(ref)
                     next_level.append(ref)
         frontier = next_level

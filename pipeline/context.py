@@ -57,6 +57,8 @@ class RetrievalStats(BaseModel):
     fallbacks: list[Fallback] = Field(default_factory=list)
     ranking: list[str] = Field(default_factory=list,
                                description="the retriever's ranked candidates (up to 10); the first max_primary_results are the primary chunks")
+    lookup_steps: list[str] = Field(default_factory=list,
+                                    description="search endpoints added because the query names an entity")
     intent: str | None = Field(None, description="endpoint, schema or errors when query analysis set a type filter")
     type_filter_relaxed: bool = False
     refs_followed: int = 0

@@ -42,6 +42,7 @@ class ApiQueryEngine(CustomQueryEngine):
     references: Any
     settings: Any
     known_apis: set[str]
+    lookups: Any = None
     llm: Any = None
     prompts: Any = None
 
@@ -118,6 +119,11 @@ class ApiQueryEngine(CustomQueryEngine):
         if types and len(ranked) < MIN_TYPED_RESULTS:
             stats.type_filter_relaxed = True
             ranked = self.retriever.search(bundle, file_ids, None, depth)
+        if self.lookups is not None and selected:
+            def search_api(api: str) -> list[str]:
+                return [n.node.node_id for n in self.retriever.search(bundle, [api], ["endpoint"], 30, hydrate=False)]
+
+            ranked, stats.lookup_steps = self.lookups.add(query, ranked, self.retriever.index.hydrate, depth, search_api)
         return ranked
 
     @staticmethod

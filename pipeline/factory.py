@@ -13,6 +13,7 @@ from pipeline.engine import ApiQueryEngine
 from pipeline.settings import Settings
 from pipeline.stages.api_select import KeywordApiSelector
 from pipeline.stages.hybrid_retriever import HybridRetriever
+from pipeline.stages.lookup import LookupStepAdder
 from pipeline.stages.query_expand import KeywordQueryExpander
 from pipeline.stages.ref_expand import ReferenceExpander
 
@@ -53,4 +54,5 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever,
                           references=ReferenceExpander.from_settings(store, settings), settings=settings,
-                          known_apis=store.complete_api_ids() & catalog.ids(), llm=llm, prompts=prompts)
+                          known_apis=store.complete_api_ids() & catalog.ids(), lookups=LookupStepAdder(indexes.get),
+                          llm=llm, prompts=prompts)

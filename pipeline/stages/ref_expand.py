@@ -14,6 +14,8 @@ The rules, chosen to keep the output deterministic and the best hit complete:
 - Admission is by (root rank, depth, discovery order): the top hit's whole closure (within
   ``max_depth``) comes before the second hit's references, so a budget never starves the best
   answer of its deep dependencies (User -> Address -> Country).
+- Parts of split chunks (``:partN``, the rest of a chunk's own text) come after every root's
+  dependencies: a second hit's schemas matter more than the tail of the first hit's text.
 - A chunk is admitted only if its referrer was: a child of a cut chunk is cut with the same
   reason (never Country without Address).
 - Slots: references get ``max_total_chunks - len(primary)`` slots; tokens, ``token_limit``
@@ -48,6 +50,7 @@ from pydantic import BaseModel
 from pipeline.context import ContextChunk, CutRef
 from pipeline.nodes import chunk_to_node
 from pipeline.settings import Settings
+from pipeline.specs.ids import base_chunk_id
 from pipeline.specs.models import Chunk, decode_ref_ids
 
 logger = logging.getLogger(__name__)
@@ -179,7 +182,7 @@ class ReferenceExpander(BaseNodePostprocessor):
         admitted = {c.id for c in result.primary}
         cut_reason: dict[str, str] = {}
         used = 0
-        for cand, chunk in sorted(fetched, key=lambda fc: (roots[fc[0].id], fc[0].depth)):
+        for cand, chunk in sorted(fetched, key=lambda fc: (_is_part(fc[0].id), roots[fc[0].id], fc[0].depth)):
             n_tokens = chunk.n_tokens if chunk.n_tokens > 0 else _count_tokens(chunk.text)
             reason = cut_reason.get(cand.referenced_from)  # never a child without its parent
             if reason is None and len(result.referenced) >= slots:
@@ -239,6 +242,10 @@ def _candidates(parents: list[ContextChunk], visited: set[str], depth: int) -> l
                 visited.add(ref_id)
                 out.append(_Candidate(ref_id, parent.id, depth))
     return out
+
+
+def _is_part(chunk_id: str) -> bool:
+    return base_chunk_id(chunk_id) != chunk_id
 
 
 def _as_parent(chunk_id: str, chunk: Chunk) -> ContextChunk:

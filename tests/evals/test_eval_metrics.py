@@ -108,3 +108,12 @@ def test_closure_share():
     assert m.closure_share(closure, [POST_USERS, USER_CREATE, ADDRESS, COUNTRY + ":part2"]) == 1.0
     assert m.closure_share(set(), [POST_USERS]) == 1.0
     assert m.closure_share(closure, []) == 0.0
+
+
+def test_ref_closure_skips_the_parts_of_a_split_chunk():
+    a = schema("t", "A")
+    root = op("t", "get", "/big")
+    part2 = root + ":part2"
+    lookup = DictLookup([make_chunk(root, [a, part2]), make_chunk(part2), make_chunk(a, [a + ":part2"]),
+                         make_chunk(a + ":part2")])
+    assert m.ref_closure(root, lookup.get_chunks) == {a}

@@ -343,3 +343,14 @@ def test_from_settings_and_serialization():
             expander.prioritize_primary) == (2, 9, 1000, 200, False)
     assert isinstance(expander.lookup, ChunkLookup)
     assert "lookup" not in expander.to_dict()
+
+
+def test_parts_of_split_chunks_come_after_every_roots_dependencies():
+    part2, part3 = POST + ":part2", POST + ":part3"
+    graph = users_api() + [chunk(part2, n_tokens=10), chunk(part3, n_tokens=10)]
+    graph[0] = chunk(POST, [USER_CREATE, part2, part3, POST_ERR])
+    result, _ = run(POST, GET, chunks=graph, max_depth=1)
+    assert [c.id for c in result.referenced] == [USER_CREATE, POST_ERR, USER, GET_ERR, part2, part3]
+    tight, _ = run(POST, GET, chunks=graph, max_depth=1, max_total_chunks=6, prioritize_primary=False)
+    assert [c.id for c in tight.referenced] == [USER_CREATE, POST_ERR, USER, GET_ERR]
+    assert {(c.id, c.reason) for c in tight.refs_cut if c.reason != "depth"} == {(part2, "max_chunks"), (part3, "max_chunks")}

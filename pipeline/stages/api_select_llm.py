@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from llama_index.core.llms import LLM
-from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
-from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
+from llama_index.core.prompts import PromptTemplate
 from llama_index.core.utils import get_tokenizer
 
 from pipeline.cache import TTLCache, cache_key
@@ -19,7 +18,7 @@ from pipeline.catalog.models import Catalog, CatalogEntry
 from pipeline.context import LLMCall, RetrievalStats
 from pipeline.errors import LLMStageError
 from pipeline.llm import model_name, structured_call
-from pipeline.prompts import PromptInfo, PromptSet, check_template
+from pipeline.prompts import FilePromptStage, PromptInfo, PromptSet
 from pipeline.settings import Settings
 from pipeline.stages.types import ApiSelection
 
@@ -42,7 +41,9 @@ def catalog_line(entry: CatalogEntry) -> str:
     return line + (f" [{', '.join(entry.domains[:8])}]" if entry.domains else "")
 
 
-class LLMApiSelector(PromptMixin):
+class LLMApiSelector(FilePromptStage):
+    prompt_key, stage = PROMPT, STAGE
+
     """Stage 1 by LLM, with the keyword selector as shortlister and fallback."""
 
     def __init__(self, llm: LLM, catalog: Catalog, fallback: KeywordSelector, prompts: PromptSet,
@@ -51,7 +52,6 @@ class LLMApiSelector(PromptMixin):
         self.prompt: PromptTemplate = prompts.select_apis
         self.prompt_info: PromptInfo = prompts.info(PROMPT)
         self._by_lower = {e.file_id.lower(): e.file_id for e in catalog.apis}
-        self._tokens = get_tokenizer()
         self._lines = {e.file_id: catalog_line(e) for e in catalog.apis}
         self._line_tokens = {i: self._count(line) + 1 for i, line in self._lines.items()}  # +1: newline
 
@@ -90,28 +90,13 @@ class LLMApiSelector(PromptMixin):
     def _ask(self, query: str, stats: RetrievalStats) -> ApiSelection | None:
         key = cache_key(STAGE, query, catalog_version=self.catalog.version, prompt_hash=self.prompt_info.hash,
                         model=model_name(self.llm))
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None:
-            stats.cache_hits += 1
-            stats.llm_calls.append(LLMCall(stage=STAGE, model=model_name(self.llm), prompt_name=self.prompt_info.name,
-                                           prompt_hash=self.prompt_info.hash, attempts=0, cached=True))
-            return cached
+        if self.cache is not None and self.cache.get(key) is not None:
+            return self._cached_call(ApiSelection, key, stats)
         template_vars = self.prompt_vars(query)
         if not template_vars["catalog"]:
             stats.add_fallback(STAGE, "no_candidates", "the keyword shortlist matched no catalog entry")
             return None
-        try:
-            raw, call = structured_call(self.llm, ApiSelection, self.prompt, stage=STAGE, prompt_info=self.prompt_info,
-                                        settings=self.settings, **template_vars)
-        except LLMStageError as exc:
-            if isinstance(exc.call, LLMCall):
-                stats.llm_calls.append(exc.call)
-            stats.add_fallback(STAGE, exc.reason, str(exc))
-            return None
-        stats.llm_calls.append(call)
-        if self.cache is not None:
-            self.cache.put(key, raw)
-        return raw
+        return self._cached_call(ApiSelection, key, stats, **template_vars)
 
     def _validate(self, raw: ApiSelection, stats: RetrievalStats) -> ApiSelection | None:
         """Catalog ids only (case-insensitive match), deduplicated, capped; None means fall back."""
@@ -129,22 +114,3 @@ class LLMApiSelector(PromptMixin):
             stats.add_fallback(STAGE, "no_valid_ids", ", ".join(map(str, raw.selected_apis)))
             return None
         return ApiSelection(selected_apis=kept[: self.settings.max_selected_apis], reasoning=raw.reasoning)
-
-    def _count(self, text: str) -> int:
-        return len(self._tokens(text))
-
-    def _get_prompts(self) -> PromptDictType:
-        return {PROMPT: self.prompt}
-
-    def _get_prompt_modules(self) -> PromptMixinType:
-        return {}
-
-    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
-        if PROMPT in prompts_dict:
-            self.prompt, self.prompt_info = _checked(prompts_dict[PROMPT])
-
-
-def _checked(prompt: BasePromptTemplate) -> tuple[PromptTemplate, PromptInfo]:
-    if not isinstance(prompt, PromptTemplate):
-        raise TypeError(f"{PROMPT} must be a PromptTemplate, got {type(prompt).__name__}")
-    return prompt, check_template(PROMPT, prompt)

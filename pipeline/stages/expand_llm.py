@@ -14,7 +14,6 @@ from typing import Any, Callable, Protocol
 
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
-from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from llama_index.core.utils import get_tokenizer
 
 from pipeline.cache import TTLCache, cache_key
@@ -22,7 +21,7 @@ from pipeline.catalog.models import ApiIndex
 from pipeline.context import LLMCall, RetrievalStats
 from pipeline.errors import LLMStageError
 from pipeline.llm import model_name, structured_call
-from pipeline.prompts import PromptInfo, PromptSet, check_template
+from pipeline.prompts import FilePromptStage, PromptInfo, PromptSet
 from pipeline.settings import Settings
 from pipeline.stages.types import QueryExpansion
 
@@ -64,7 +63,9 @@ def vocabulary(index: ApiIndex) -> set[str]:
     return vocab | set(words(text))
 
 
-class LLMQueryExpander(PromptMixin):
+class LLMQueryExpander(FilePromptStage):
+    prompt_key, stage = PROMPT, STAGE
+
     """Stage 2 by LLM, with the keyword expander as fallback."""
 
     def __init__(self, llm: LLM, index_source: Path | IndexLoader, fallback: KeywordExpander, prompts: PromptSet,
@@ -73,7 +74,6 @@ class LLMQueryExpander(PromptMixin):
         self.load_index: IndexLoader = _loader(index_source)
         self.prompt: PromptTemplate = prompts.expand_query
         self.prompt_info: PromptInfo = prompts.info(PROMPT)
-        self._tokens = get_tokenizer()
 
     def expand(self, query: str, selected_apis: list[str], stats: RetrievalStats) -> QueryExpansion:
         """The expansion; the stats record the prompt, the call, dropped terms and any fallback."""
@@ -120,24 +120,7 @@ class LLMQueryExpander(PromptMixin):
         shown = hashlib.sha256(template_vars["api_indexes"].encode()).hexdigest()[:16]
         key = cache_key(STAGE, query, catalog_version=shown, prompt_hash=self.prompt_info.hash,
                         model=model_name(self.llm))
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None:
-            stats.cache_hits += 1
-            stats.llm_calls.append(LLMCall(stage=STAGE, model=model_name(self.llm), prompt_name=self.prompt_info.name,
-                                           prompt_hash=self.prompt_info.hash, attempts=0, cached=True))
-            return cached
-        try:
-            raw, call = structured_call(self.llm, QueryExpansion, self.prompt, stage=STAGE,
-                                        prompt_info=self.prompt_info, settings=self.settings, **template_vars)
-        except LLMStageError as exc:
-            if isinstance(exc.call, LLMCall):
-                stats.llm_calls.append(exc.call)
-            stats.add_fallback(STAGE, exc.reason, str(exc))
-            return None
-        stats.llm_calls.append(call)
-        if self.cache is not None:
-            self.cache.put(key, raw)
-        return raw
+        return self._cached_call(QueryExpansion, key, stats, **template_vars)
 
     def _validate(self, query: str, raw: QueryExpansion, indexes: list[ApiIndex],
                   stats: RetrievalStats) -> QueryExpansion | None:
@@ -163,21 +146,6 @@ class LLMQueryExpander(PromptMixin):
         return QueryExpansion(expanded_query=" ".join([query.strip(), *added]),
                               original_terms=original or list(dict.fromkeys(words(query))), added_terms=added)
 
-    def _count(self, text: str) -> int:
-        return len(self._tokens(text))
-
-    def _get_prompts(self) -> PromptDictType:
-        return {PROMPT: self.prompt}
-
-    def _get_prompt_modules(self) -> PromptMixinType:
-        return {}
-
-    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
-        if PROMPT in prompts_dict:
-            prompt = prompts_dict[PROMPT]
-            if not isinstance(prompt, PromptTemplate):
-                raise TypeError(f"{PROMPT} must be a PromptTemplate, got {type(prompt).__name__}")
-            self.prompt, self.prompt_info = prompt, check_template(PROMPT, prompt)
 
 
 def _loader(source: Path | IndexLoader) -> IndexLoader:

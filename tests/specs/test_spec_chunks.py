@@ -111,7 +111,7 @@ def test_text_keeps_refs_and_embed_text_is_short(shop, zoo):
         assert 0 < len(chunk.embed_text) <= 300, chunk.embed_text
         assert chunk.search_text
     assert "createOrder" in post.search_text and "create Order" in post.search_text
-    assert post.embed_text.startswith("POST /orders create Order. Create an order.")
+    assert post.embed_text.startswith("POST orders: Create an order")  # method, path words, summary
 
 
 @pytest.mark.parametrize("source, target, locations", [

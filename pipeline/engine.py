@@ -14,16 +14,13 @@ from typing import Any
 
 from llama_index.core.base.response.schema import Response
 from llama_index.core.query_engine import CustomQueryEngine
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from pipeline.context import KnowledgeContext, RetrievalStats
+from pipeline.context import ContextChunk, KnowledgeContext, RetrievalStats
 from pipeline.errors import SpecragError
-from pipeline.nodes import chunk_to_node
 from pipeline.render import assemble_context, render_markdown
 from pipeline.settings import Settings
-from pipeline.stages.hybrid_retriever import HybridRetriever
 from pipeline.stages.intent import TYPES_FOR_INTENT, classify
-from pipeline.stages.ref_expand import ReferenceExpander
 
 logger = logging.getLogger(__name__)
 RANKING_DEPTH = 10  # candidates kept in the stats for ranking metrics (Recall@10, nDCG@10)
@@ -142,9 +139,8 @@ class ApiQueryEngine(CustomQueryEngine):
         return list(dict.fromkeys(apis))
 
 
-def _node(chunk):
-    from llama_index.core.schema import TextNode
-
+def _node(chunk: ContextChunk) -> TextNode:
+    """A context chunk as a source node; its depth rides along in the metadata."""
     return TextNode(id_=chunk.id, text=chunk.text, metadata=dict(chunk.metadata) | {"depth": chunk.depth},
                     excluded_embed_metadata_keys=list(chunk.metadata) + ["depth"],
                     excluded_llm_metadata_keys=list(chunk.metadata) + ["depth"])

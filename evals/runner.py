@@ -11,7 +11,6 @@ import platform
 import time
 from datetime import datetime, timezone
 from enum import Enum
-from importlib import metadata as importlib_metadata
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -20,6 +19,7 @@ from tqdm import tqdm
 from pipeline.context import KnowledgeContext
 from pipeline.specs.ids import parse_operation_id, split_chunk_id
 from pipeline.specs.models import Chunk
+from pipeline.versions import package_versions
 
 from evals import metrics as m
 from evals.querysets import EvalQuery
@@ -182,10 +182,4 @@ def _jsonable(value: Any) -> bool:
 
 
 def _versions() -> dict[str, str]:
-    found = {"python": platform.python_version()}
-    for name in _VERSIONED:
-        try:
-            found[name] = importlib_metadata.version(name)
-        except importlib_metadata.PackageNotFoundError:
-            continue
-    return found
+    return {"python": platform.python_version(), **package_versions(_VERSIONED)}

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from functools import cache
 from datetime import datetime, timezone
 from enum import Enum
-from importlib import metadata
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
+
+from pipeline.versions import package_versions
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
@@ -77,7 +77,7 @@ def load_manifest(data_dir: Path) -> Manifest | None:
 def save_manifest(data_dir: Path, manifest: Manifest) -> None:
     """Atomic write: readers and a later run see the old manifest or the new one, never a mix."""
     manifest.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    manifest.versions = dict(_package_versions())
+    manifest.versions = dict(package_versions(_VERSIONED_PACKAGES))
     path = manifest_path(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=path.parent)
@@ -90,14 +90,3 @@ def save_manifest(data_dir: Path, manifest: Manifest) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-@cache
-def _package_versions() -> dict[str, str]:
-    found = {}
-    for name in _VERSIONED_PACKAGES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return found

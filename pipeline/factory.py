@@ -6,7 +6,7 @@ import logging
 
 from llama_index.core.schema import QueryBundle
 
-from pipeline.catalog.io import load_api_index, load_catalog
+from pipeline.catalog.io import load_api_indexes, load_catalog
 from pipeline.catalog.vectors import catalog_vectors
 from pipeline.index.embeddings import embed_model_id
 from pipeline.engine import ApiQueryEngine
@@ -32,7 +32,7 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     def fleet_search(query: str, k: int):
         return retriever.search(QueryBundle(query_str=query), None, ["endpoint"], k, hydrate=False)
 
-    indexes = {e.file_id: idx for e in catalog.apis if (idx := load_api_index(catalog_dir, e.file_id))}
+    indexes = load_api_indexes(catalog_dir, catalog)
     api_vectors = None
     if store.search_mode == "hybrid":
         api_vectors = catalog_vectors(catalog, store.embed_model, embed_model_id(store.embed_model), catalog_dir)

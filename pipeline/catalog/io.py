@@ -70,3 +70,8 @@ def load_catalog(catalog_dir: Path) -> Catalog:
 def load_api_index(catalog_dir: Path, file_id: str) -> ApiIndex | None:
     path = catalog_dir / INDEX_DIR / f"{file_id}.json"
     return ApiIndex.model_validate_json(path.read_bytes()) if path.exists() else None
+
+
+def load_api_indexes(catalog_dir: Path, catalog: Catalog) -> dict[str, ApiIndex]:
+    """The detailed index of every catalog entry that has one."""
+    return {e.file_id: idx for e in catalog.apis if (idx := load_api_index(catalog_dir, e.file_id))}

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
-from pipeline.catalog.io import load_api_index, load_catalog
+from pipeline.catalog.io import load_api_indexes, load_catalog
 from pipeline.catalog.models import ApiIndex, Catalog
 from pipeline.context import RetrievalStats
 from pipeline.lexical import Bm25Ranker
@@ -60,8 +60,7 @@ class KeywordApiSelector:
     @classmethod
     def from_catalog_dir(cls, catalog_dir: Path, chunk_search: ChunkSearch | None = None, max_apis: int = 3) -> "KeywordApiSelector":
         catalog = load_catalog(catalog_dir)
-        indexes = {e.file_id: idx for e in catalog.apis if (idx := load_api_index(catalog_dir, e.file_id))}
-        return cls(catalog, indexes, chunk_search, max_apis)
+        return cls(catalog, load_api_indexes(catalog_dir, catalog), chunk_search, max_apis)
 
     def shortlist(self, query: str, n: int) -> list[tuple[str, float]]:
         """(file_id, fused score), best first; at most ``n``."""

@@ -133,9 +133,11 @@ class FilePromptStage(PromptMixin):
                 raise TypeError(f"{self.prompt_key} must be a PromptTemplate, got {type(prompt).__name__}")
             self.prompt, self.prompt_info = prompt, check_template(self.prompt_key, prompt)
 
-    def _cached_call(self, output_cls, key: tuple, stats, **template_vars):
-        """The cached answer (a hit is recorded), else one structured LLM call; None after a
-        failure, whose reason is in ``stats.fallbacks``. Needs ``llm``, ``cache``, ``settings``, ``stage``."""
+    def _cached_call(self, output_cls, key: tuple, stats, make_vars):
+        """The cached answer (a hit is recorded), else one structured LLM call with the variables
+        ``make_vars()`` builds (only on a miss; None means the stage already recorded why it
+        falls back). None after a failure, whose reason is in ``stats.fallbacks``.
+        Needs ``llm``, ``cache``, ``settings``, ``stage``."""
         from pipeline.context import LLMCall
         from pipeline.errors import LLMStageError
         from pipeline.llm import model_name, structured_call
@@ -146,6 +148,9 @@ class FilePromptStage(PromptMixin):
             stats.llm_calls.append(LLMCall(stage=self.stage, model=model_name(self.llm), prompt_name=self.prompt_info.name,
                                            prompt_hash=self.prompt_info.hash, attempts=0, cached=True))
             return cached
+        template_vars = make_vars()
+        if template_vars is None:
+            return None
         try:
             raw, call = structured_call(self.llm, output_cls, self.prompt, stage=self.stage, prompt_info=self.prompt_info,
                                         settings=self.settings, **template_vars)

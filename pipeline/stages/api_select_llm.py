@@ -90,13 +90,14 @@ class LLMApiSelector(FilePromptStage):
     def _ask(self, query: str, stats: RetrievalStats) -> ApiSelection | None:
         key = cache_key(STAGE, query, catalog_version=self.catalog.version, prompt_hash=self.prompt_info.hash,
                         model=model_name(self.llm))
-        if self.cache is not None and self.cache.get(key) is not None:
-            return self._cached_call(ApiSelection, key, stats)
-        template_vars = self.prompt_vars(query)
-        if not template_vars["catalog"]:
-            stats.add_fallback(STAGE, "no_candidates", "the keyword shortlist matched no catalog entry")
-            return None
-        return self._cached_call(ApiSelection, key, stats, **template_vars)
+        def make_vars() -> dict[str, Any] | None:
+            template_vars = self.prompt_vars(query)
+            if not template_vars["catalog"]:
+                stats.add_fallback(STAGE, "no_candidates", "the keyword shortlist matched no catalog entry")
+                return None
+            return template_vars
+
+        return self._cached_call(ApiSelection, key, stats, make_vars)
 
     def _validate(self, raw: ApiSelection, stats: RetrievalStats) -> ApiSelection | None:
         """Catalog ids only (case-insensitive match), deduplicated, capped; None means fall back."""

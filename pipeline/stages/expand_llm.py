@@ -120,7 +120,7 @@ class LLMQueryExpander(FilePromptStage):
         shown = hashlib.sha256(template_vars["api_indexes"].encode()).hexdigest()[:16]
         key = cache_key(STAGE, query, catalog_version=shown, prompt_hash=self.prompt_info.hash,
                         model=model_name(self.llm))
-        return self._cached_call(QueryExpansion, key, stats, **template_vars)
+        return self._cached_call(QueryExpansion, key, stats, lambda: template_vars)
 
     def _validate(self, query: str, raw: QueryExpansion, indexes: list[ApiIndex],
                   stats: RetrievalStats) -> QueryExpansion | None:

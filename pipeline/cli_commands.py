@@ -35,9 +35,10 @@ def add_parsers(sub: argparse._SubParsersAction, common: Callable[[argparse.Argu
     p.add_argument("--out", type=Path, default=None, help="output folder (default runs/<timestamp>)")
     common(p)
 
-    from pipeline.bench import add_bench_parser
+    from pipeline.bench import add_bench_parser, cmd_bench
 
     add_bench_parser(sub, common)
+    command("bench")(cmd_bench)
 
 
 def _offline(settings: Settings) -> Settings:
@@ -123,10 +124,3 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print((out / "report.md").read_text())
         print(f"written: {out / 'report.md'}, {out / 'results.json'}")
     return 0
-
-
-@command("bench")
-def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.bench import cmd_bench as run
-
-    return run(args, settings)

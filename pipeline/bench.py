@@ -201,6 +201,7 @@ def add_bench_parser(sub: argparse._SubParsersAction, common) -> None:
     p.add_argument("--keep", action="store_true", help="keep the fresh build's temporary folder")
     p.add_argument("--repeats", type=int, default=1, help="timed passes over the queries (default 1)")
     common(p)
+    p.set_defaults(handler=cmd_bench)
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:

@@ -15,26 +15,22 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 from pathlib import Path
 
 import bm25s
 import numpy as np
-import Stemmer
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 from llama_index.retrievers.bm25 import BM25Retriever
 from pydantic import BaseModel, Field
 
-from pipeline.lexical import stem_terms
+from pipeline.analysis import index_tokens, query_terms, stemmer
 from pipeline.nodes import chunk_to_node
 from pipeline.specs.models import Chunk
 
 DOCS_NAME, VECTORS_NAME = "docs.json", "vectors.npy"
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
-_WORD = re.compile(r"\w{4,}")
-_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 class LexicalDocs(BaseModel):
@@ -44,12 +40,6 @@ class LexicalDocs(BaseModel):
     types: list[str] = Field(description="chunk type of each document")
     ranges: dict[str, tuple[int, int]] = Field(description="file_id -> [start, end) of its documents")
     api_hashes: dict[str, str] = Field(description="file_id -> content_hash of the spec indexed")
-
-
-def split_identifiers(text: str) -> str:
-    """Append the parts of camelCase / snake_case words: ``getMovieCredits`` also matches 'credits'."""
-    extra = [p for w in _WORD.findall(text) if len(parts := _PART.findall(w)) > 1 for p in parts]
-    return f"{text} {' '.join(extra)}" if extra else text
 
 
 class LexicalIndex:
@@ -77,14 +67,12 @@ class LexicalIndex:
             raise ValueError("no chunks to index")
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].file_id)  # stable: API order kept
         chunks = [chunks[i] for i in order]
-        stemmer = Stemmer.Stemmer("english")
-        tokens = bm25s.tokenize([split_identifiers(c.search_text) for c in chunks], stopwords="en",
-                                stemmer=stemmer, show_progress=False)
+        tokens = index_tokens([c.search_text for c in chunks])
         bm25 = bm25s.BM25()
         bm25.index(tokens, show_progress=False)
         nodes = [chunk_to_node(c) for c in chunks]
         bm25.corpus = [node_to_metadata_dict(n, flat_metadata=True) | {"node_id": n.node_id} for n in nodes]
-        retriever = BM25Retriever(existing_bm25=bm25, stemmer=stemmer, similarity_top_k=min(10, len(chunks)))
+        retriever = BM25Retriever(existing_bm25=bm25, stemmer=stemmer(), similarity_top_k=min(10, len(chunks)))
         docs = LexicalDocs(ids=[c.id for c in chunks], types=[c.type.value for c in chunks],
                            ranges=_ranges(chunks), api_hashes=api_hashes)
         tmp = folder.with_name(folder.name + ".tmp")
@@ -113,7 +101,7 @@ class LexicalIndex:
         rows = self._rows(file_ids, types)
         if rows is None or top_k <= 0:
             return []
-        query_tokens = stem_terms(query)  # the fuller stopword list questions need
+        query_tokens = query_terms(query)  # the question analyser (pipeline.analysis)
         token_ids = self.retriever.bm25.get_tokens_ids(query_tokens)
         if not token_ids:
             return []

@@ -21,7 +21,7 @@ from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 from pipeline.specs.render import strip_markdown, to_yaml
 from pipeline.specs.split import split_chunk
 
-CHUNKER_VERSION = "3"
+CHUNKER_VERSION = "4"
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
 _DROPPED_KEYS = {"x-codeSamples", "x-code-samples"}

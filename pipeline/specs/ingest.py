@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from pydantic import BaseModel, Field
 from tqdm import tqdm
@@ -19,20 +19,7 @@ from pipeline.errors import SpecError
 from pipeline.specs.chunker import SpecChunker
 from pipeline.specs.loader import SpecSource, check_spec, discover_spec_files, looks_like_spec
 from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
-
-_COUNT: Callable[[str], int] | None = None
-
-
-def count_tokens(text: str) -> int:
-    """cl100k token count through llama-index's bundled BPE file (no download)."""
-    global _COUNT
-    if _COUNT is None:
-        from llama_index.core.utils import get_tokenizer
-
-        encode = get_tokenizer()
-        _COUNT = lambda s: len(encode(s))  # noqa: E731
-    return _COUNT(text)
-
+from pipeline.tokens import count_tokens
 
 class CorpusIngest(BaseModel):
     apis: list[ApiChunks] = Field(default_factory=list)

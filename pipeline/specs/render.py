@@ -38,14 +38,8 @@ def to_yaml(value: Any) -> str:
                      default_flow_style=False, width=4096).rstrip()
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./{}]+")
 _MD = re.compile(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|[*_`#>|]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-
-
-def split_identifier(name: str) -> str:
-    """``createUser`` / ``movie_id`` -> ``create User`` / ``movie id``."""
-    return " ".join(p for p in _CAMEL.split(name) if p)
 
 
 def strip_markdown(text: str) -> str:

@@ -1,10 +1,10 @@
-"""BM25 over search_text: identifier splitting, masks by API and type, no zero-score hits."""
+"""BM25 over search_text: masks by API and type, no zero-score hits."""
 
 from __future__ import annotations
 
 from llama_index.retrievers.bm25 import BM25Retriever
 
-from pipeline.index.lexical import LexicalIndex, split_identifiers
+from pipeline.index.lexical import LexicalIndex
 
 from .fleet import mini_fleet
 
@@ -13,12 +13,6 @@ def _index(tmp_path) -> LexicalIndex:
     fleet = mini_fleet()
     chunks = [c for a in fleet for c in a.chunks]
     return LexicalIndex.build(chunks, {a.api.file_id: a.api.content_hash for a in fleet}, tmp_path / "gen-1")
-
-
-def test_split_identifiers():
-    assert split_identifiers("getUserById") == "getUserById get User By Id"
-    assert split_identifiers("HTTPResponse user_id") == "HTTPResponse user_id HTTP Response user id"
-    assert split_identifiers("plain words") == "plain words"
 
 
 def test_search_filters_by_api_and_type(tmp_path):

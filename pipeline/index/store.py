@@ -87,19 +87,21 @@ class ChunkStore:
         return self._local_ids()
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                      top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
-        if self.search_mode != HYBRID or top_k <= 0 or types == []:
+                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+        if self.search_mode != HYBRID or top_k <= 0 or types == [] or methods == []:
             return []
         allowed = self._allowed(file_ids)
         if not allowed:
             return []
         embedding = self._query_embedding(query)
         local = allowed & self._local_ids() if self.local is not None and self.local.vectors is not None else set()
-        hits = self.local.vector_search(embedding, local, types, top_k, hydrate=hydrate) if local else []
+        hits = self.local.vector_search(embedding, local, types, top_k, hydrate=hydrate, methods=methods) if local else []
         if rest := allowed - local:  # not in the local index in this version: ask Chroma (slower)
             filters = [MetadataFilter(key="source_file", value=sorted(rest), operator=FilterOperator.IN)]
             if types is not None:
                 filters.append(MetadataFilter(key="type", value=list(types), operator=FilterOperator.IN))
+            if methods is not None:
+                filters.append(MetadataFilter(key="method", value=list(methods), operator=FilterOperator.IN))
             found = self.vectors.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=top_k,
                                                         filters=MetadataFilters(filters=filters)))
             hits += [NodeWithScore(node=n, score=s) for n, s in zip(found.nodes or [], found.similarities or [])]
@@ -120,10 +122,10 @@ class ChunkStore:
         return cached
 
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                       top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
+                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
         """``hydrate=False`` returns stub nodes (id, source_file, type): enough to rank and fuse."""
         allowed = self._allowed(file_ids) & self._local_ids()
-        return self.local.search(query, allowed, types, top_k, hydrate=hydrate) if allowed else []
+        return self.local.search(query, allowed, types, top_k, hydrate=hydrate, methods=methods) if allowed else []
 
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""

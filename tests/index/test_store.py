@@ -49,6 +49,16 @@ def test_type_filter(store):
     assert store.vector_search("user", ["unknown-api"], None, 5) == []
 
 
+def test_method_filter(store):
+    for search in (store.vector_search, store.lexical_search):
+        hits = search("create a user", None, None, 20, methods=["post"])
+        assert hits[0].node.node_id == "users:paths/~1users/post"
+        assert {h.node.metadata["method"] for h in hits} == {"POST"}
+        gets = search("user", None, None, 20, methods=["GET"])
+        assert gets and {h.node.metadata["method"] for h in gets} == {"GET"}
+        assert search("user", None, None, 20, methods=[]) == []
+
+
 def test_nodes_carry_chunk_text_and_metadata(store):
     hit = store.vector_search("Create a new user account", ["users"], ["endpoint"], 1)[0]
     original = mini_fleet()[0].chunks[1]

@@ -88,8 +88,6 @@ class KnowledgeBases:
     """The served knowledge bases by id and alias."""
 
     def __init__(self, kbs: list[KnowledgeBase]):
-        if not kbs:
-            raise IndexNotBuiltError("no knowledge base to serve: pass --corpus PATH or index one first")
         self._by_id = {kb.kb_id: kb for kb in kbs}
         aliases = [kb.alias for kb in kbs]
         self._by_alias = {kb.alias: kb for kb in kbs if aliases.count(kb.alias) == 1}
@@ -112,6 +110,8 @@ class KnowledgeBases:
             update_index(settings, paths, progress=progress, store=store)
             stores.append(store)
         stores += [ChunkStore.open(_existing(settings, key), embed_model=embed_model) for key in keys]
+        if not stores:
+            raise IndexNotBuiltError(f"no index in {settings.data_dir / 'corpora'} to serve: pass --corpus PATH")
         return cls([KnowledgeBase.open(store) for store in stores])
 
     def get(self, kb_id: str) -> KnowledgeBase:

@@ -31,7 +31,7 @@ async def healthz() -> Health:
 async def readyz(request: Request):
     """Ready when every knowledge base is open and has at least one complete API."""
     infos = [kb.info() for kb in state(request).kbs.all()]
-    ready = Readiness(status="ready" if all(i.apis for i in infos) else "not_ready", kbs=infos)
+    ready = Readiness(status="ready" if infos and all(i.apis for i in infos) else "not_ready", kbs=infos)
     return ready if ready.status == "ready" else JSONResponse(ready.model_dump(), status_code=503)
 
 

@@ -10,7 +10,8 @@ class ErrorBody(BaseModel):
     detail: str
 
 
-ERRORS = {404: {"model": ErrorBody, "description": "unknown kb_id, API, operation or schema"},
+ERRORS = {400: {"model": ErrorBody, "description": "a body that is not JSON"},
+          404: {"model": ErrorBody, "description": "unknown kb_id, API, operation or schema"},
           422: {"description": "a field out of range, an unknown filter key or API id"}}
 
 

@@ -17,8 +17,9 @@ KB_ID = ("the knowledge base: one indexed corpus, named by its index folder unde
          "(e.g. 'corpus-5a5406f483') or by that folder's alias (the part before the hash, e.g. 'corpus', "
          "when no other served corpus shares it); GET /api/v1/kbs lists them")
 THRESHOLD = ("results scoring below it are dropped. Scores are in [0, 1]: vector mode, the cosine similarity of "
-             "query and chunk; keyword and hybrid modes, the BM25 or fused (RRF) score divided by the query's best "
-             "one, so the top hit always scores 1")
+             "query and chunk mapped from [-1, 1] to [0, 1], (1 + cosine) / 2, so 0.65 keeps cosines from 0.3; "
+             "keyword and hybrid modes, the BM25 or fused (RRF) score divided by the query's best one, so the top "
+             "hit always scores 1")
 
 
 class SearchMode(str, Enum):

@@ -19,6 +19,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _add_server_options(p)
     p.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     p.set_defaults(handler=mcp)
+    p = sub.add_parser("bench-serve", help="load test: concurrent basic retrievals over loopback, p50/p95/errors")
+    p.add_argument("--url", help="a running service (default: start `specrag serve` on 127.0.0.1 for the run)")
+    p.add_argument("--kb", required=True, metavar="KB_ID", help="knowledge base to query (id or alias)")
+    p.add_argument("--queries", nargs="+", type=Path, required=True, help="labeled query sets (.jsonl with 'query')")
+    p.add_argument("--clients", type=int, default=20)
+    p.add_argument("--duration", type=float, default=60.0, help="timed seconds (after --warmup)")
+    p.add_argument("--warmup", type=float, default=5.0)
+    p.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="vector")
+    p.add_argument("--top-k", dest="top_k", type=int, default=10)
+    add_common(p)
+    p.set_defaults(handler=bench_serve)
     p = sub.add_parser("openapi", help="write the HTTP service's OpenAPI document (a spec specrag can index)")
     p.add_argument("--out", type=Path, help="file to write (default: stdout)")
     add_common(p)
@@ -87,3 +98,20 @@ def openapi(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(json.dumps(service_openapi(), indent=1))
     return 0
+
+
+def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+    from contextlib import nullcontext
+
+    from pipeline.serve.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
+
+    queries = load_queries(args.queries)
+    server = nullcontext(args.url) if args.url else served(
+        ["--kb", args.kb, "--data-dir", str(settings.data_dir)], free_port())
+    with server as url:
+        report = asyncio.run(run_load(LoadSpec(url=url, kb_id=args.kb, queries=queries, clients=args.clients,
+                                               duration_s=args.duration, warmup_s=args.warmup, mode=args.mode,
+                                               top_k=args.top_k)))
+    print(report.model_dump_json(indent=1) if args.json else format_report(report))
+    return 0 if report.errors == 0 else 1

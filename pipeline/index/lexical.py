@@ -26,11 +26,13 @@ from llama_index.retrievers.bm25 import BM25Retriever
 from pydantic import BaseModel, Field
 
 from pipeline.analysis import index_tokens, query_terms, stemmer
+from pipeline.index.batching import BatchCoalescer
 from pipeline.nodes import chunk_to_node
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import Chunk
 
 DOCS_NAME, VECTORS_NAME = "docs.json", "vectors.npy"
+FULL_PRODUCT_SHARE = 0.25  # a query over at least this share of the rows scores every row (batched)
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 
 
@@ -52,6 +54,9 @@ class LexicalIndex:
         self.vectors = vectors
         self._types = np.array(docs.types)
         self._methods: np.ndarray | None = None
+        self._every_row = np.arange(len(docs.ids))
+        self._rows_cache: dict[tuple, np.ndarray] = {}  # every API's rows, by (types, methods)
+        self._product = BatchCoalescer(self._products)  # concurrent queries share one pass over the matrix
         self._position = {chunk_id: i for i, chunk_id in enumerate(docs.ids)}
         self._file_of = [""] * len(docs.ids)
         for file_id, (start, end) in docs.ranges.items():
@@ -120,8 +125,17 @@ class LexicalIndex:
         if rows is None or self.vectors is None or top_k <= 0:
             return []
         query = _unit_rows(np.asarray(embedding, dtype=np.float32)[None, :])[0]
-        sims = self.vectors @ query if len(rows) == len(self.docs.ids) else self.vectors[rows] @ query
+        if len(rows) >= FULL_PRODUCT_SHARE * len(self.docs.ids):  # most rows: score them all, batched
+            sims = self._product(query)
+            sims = sims if len(rows) == len(sims) else sims[rows]
+        else:
+            sims = self.vectors[rows] @ query
         return self._top(rows, sims, top_k, lambda s: math.exp(s - 1.0), keep_all=True, hydrate=hydrate)
+
+    def _products(self, queries: list[np.ndarray]) -> list[np.ndarray]:
+        """Cosines of each query with every row: one matrix product for the batch (the matrix is
+        read once per batch, not once per query)."""
+        return list(np.stack(queries) @ self.vectors.T)
 
     @property
     def methods(self) -> np.ndarray:
@@ -153,13 +167,23 @@ class LexicalIndex:
 
     def _rows(self, file_ids: set[str], types: list[str] | None, methods: list[str] | None = None) -> np.ndarray | None:
         """Document positions of ``file_ids`` restricted to ``types`` and ``methods``; None when there are none."""
+        if len(file_ids) >= len(self.docs.ranges) and all(f in file_ids for f in self.docs.ranges):
+            key = (tuple(sorted(types)) if types is not None else None,
+                   tuple(sorted(methods)) if methods is not None else None)
+            if (rows := self._rows_cache.get(key)) is None:
+                rows = self._rows_cache[key] = self._narrow(self._every_row, types, methods)
+            return rows if rows.size else None
         spans = [self.docs.ranges[f] for f in sorted(file_ids) if f in self.docs.ranges]
         rows = np.concatenate([np.arange(s, e) for s, e in spans]) if spans else np.empty(0, dtype=np.int64)
+        rows = self._narrow(rows, types, methods)
+        return rows if rows.size else None
+
+    def _narrow(self, rows: np.ndarray, types: list[str] | None, methods: list[str] | None) -> np.ndarray:
         if types is not None:
             rows = rows[np.isin(self._types[rows], list(types))]
         if methods is not None:
             rows = rows[np.isin(self.methods[rows], [m.upper() for m in methods])]
-        return rows if rows.size else None
+        return rows
 
     def _top(self, rows: np.ndarray, scores: np.ndarray, k: int, scale, keep_all: bool = False,
              hydrate: bool = True) -> list[NodeWithScore]:

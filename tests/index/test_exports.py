@@ -7,7 +7,7 @@ import pipeline.index as index
 
 def test_exported_members():
     assert set(index.__all__) == {name for name in dir(index) if not name.startswith("_")} - {
-        "builder", "embeddings", "lexical", "manifest", "store"}
+        "batching", "builder", "embeddings", "lexical", "manifest", "store"}
     params = list(inspect.signature(index.ChunkStore.vector_search).parameters)
     assert params == ["self", "query", "file_ids", "types", "top_k", "hydrate", "methods"]
     assert callable(index.ChunkStore.hydrate)

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipeline.serve.loadtest import free_port
+
+__all__ = ["DEMO_SPECS", "LOCAL_MODEL", "ROOT", "free_port", "running_uvicorn"]
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_SPECS = ROOT / "examples" / "specs"
 LOCAL_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

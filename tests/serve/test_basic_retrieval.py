@@ -26,7 +26,7 @@ async def test_defaults_vector_mode_answers_with_the_service_shape(client, kb_id
     assert [s["score"] for s in body["results"]] == sorted((s["score"] for s in body["results"]), reverse=True)
 
 
-async def test_vector_scores_are_cosine_similarities_and_the_threshold_cuts_on_them(client, kb_id, demo_index):
+async def test_vector_scores_are_rescaled_cosines_and_the_threshold_cuts_on_them(client, kb_id, demo_index):
     _, store = demo_index
     query = "postal address of a user"
     r = await client.post(URL, json={"kb_id": kb_id, "query": query, "top_k": 100, "similarity_threshold": 0})
@@ -35,7 +35,7 @@ async def test_vector_scores_are_cosine_similarities_and_the_threshold_cuts_on_t
     q /= np.linalg.norm(q)
     for item in results[:5]:
         row = store.local.docs.ids.index(item["chunk_id"])
-        assert item["score"] == pytest.approx(float(store.local.vectors[row] @ q), abs=1e-3)
+        assert item["score"] == pytest.approx((1 + float(store.local.vectors[row] @ q)) / 2, abs=1e-3)
     cut = results[3]["score"]
     r = await client.post(URL, json={"kb_id": kb_id, "query": query, "top_k": 100, "similarity_threshold": cut})
     kept = r.json()["results"]

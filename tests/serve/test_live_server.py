@@ -52,9 +52,10 @@ def test_specrag_serve_binds_to_loopback_and_answers(tmp_path):
     env = dict(os.environ, SPECRAG_EMBED_MODEL_PATH=str(LOCAL_MODEL) if (LOCAL_MODEL / "model.onnx").is_file() else "",
                SPECRAG_EMBED_MODEL="sentence-transformers/all-MiniLM-L6-v2" if (LOCAL_MODEL / "model.onnx").is_file()
                else "none", OPENAI_API_KEY="", SPECRAG_LLM_BASE_URL="")
+    log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve", "--corpus", str(DEMO_SPECS), "--port",
                              str(port), "--data-dir", str(tmp_path / "data")], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=log, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
@@ -64,15 +65,16 @@ def test_specrag_serve_binds_to_loopback_and_answers(tmp_path):
                     break
             except httpx.TransportError:
                 pass
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "slow"
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-2000:]
             time.sleep(0.5)
         r = httpx.post(f"{url}/api/v1/context", json={"query": "How do I create a user?"})
         assert r.status_code == 200 and r.json()["primary_chunks"][0]["id"] == "users_api:paths/~1users/post"
     finally:
         proc.terminate()
-        _, stderr = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        log.close()
     import json
 
-    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    lines = [json.loads(line) for line in (tmp_path / "serve.log").read_text().splitlines() if line.startswith("{")]
     assert lines and all("request_id" in line for line in lines)
     assert any(line.get("event") == "context" and line["request_id"] for line in lines)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from pipeline.catalog.models import CatalogEntry
 from pipeline.errors import SpecragError
 from pipeline.serve.kbs import KnowledgeBase
 from pipeline.specs.ids import base_chunk_id, errors_chunk_id, operation_chunk_id
@@ -52,9 +53,13 @@ class OperationDetail(SpecElement):
     errors: SpecElement | None = Field(None, description="the operation's 4xx/5xx/default responses")
 
 
+def api_summary(kb: KnowledgeBase, entry: CatalogEntry) -> ApiSummary:
+    return ApiSummary(kb_id=kb.kb_id, api=entry.file_id, name=entry.name, description=entry.description,
+                      domains=entry.domains)
+
+
 def list_apis(kb: KnowledgeBase) -> list[ApiSummary]:
-    return [ApiSummary(kb_id=kb.kb_id, api=e.file_id, name=e.name, description=e.description, domains=e.domains)
-            for e in kb.catalog.apis if e.file_id in kb.api_ids]
+    return [api_summary(kb, e) for e in kb.catalog.apis if e.file_id in kb.api_ids]
 
 
 def get_operation(kb: KnowledgeBase, api: str, operation: str, max_tokens: int | None = None) -> OperationDetail:

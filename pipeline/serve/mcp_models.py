@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from pipeline.serve.lookup import ApiSummary
 from pipeline.stages.results import CutRef
 
 
@@ -13,17 +14,10 @@ class Budgeted(BaseModel):
     truncated: bool = Field(False, description="something was left out (a cut reference, a text cut to max_tokens)")
 
 
-class ApiHit(BaseModel):
-    api: str
-    name: str
-    description: str = ""
-    domains: list[str] = Field(default_factory=list)
-
-
 class ApiSearchResult(Budgeted):
     query: str
     kb_id: str
-    apis: list[ApiHit] = Field(default_factory=list, description="most relevant first")
+    apis: list[ApiSummary] = Field(default_factory=list, description="most relevant first")
     reasoning: str = ""
 
 

@@ -23,7 +23,7 @@ from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.logs import request_id_var
 from pipeline.serve import lookup
 from pipeline.serve.lookup import OperationDetail, SpecElement
-from pipeline.serve.mcp_models import (ApiHit, ApiSearchResult, ContextChunkView, ContextResult, OperationHit,
+from pipeline.serve.mcp_models import (ApiSearchResult, ContextChunkView, ContextResult, OperationHit,
                                        OperationSearchResult)
 from pipeline.serve.telemetry import Outcome, Telemetry
 from pipeline.serve.tracing import install_instrumentation
@@ -61,9 +61,7 @@ def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None) -
         async def work(outcome: Outcome) -> ApiSearchResult:
             kb = kbs.default(kb_id)
             selection = await kb.engine.selector.aselect(query)
-            entries = [kb.catalog.get(a) for a in selection.selected_apis]
-            hits = [ApiHit(api=e.file_id, name=e.name, description=e.description, domains=e.domains)
-                    for e in entries if e is not None]
+            hits = [lookup.api_summary(kb, e) for a in selection.selected_apis if (e := kb.catalog.get(a))]
             result = ApiSearchResult(query=query, kb_id=kb.kb_id, apis=hits, reasoning=selection.reasoning)
             result.tokens = count_tokens(result.model_dump_json())
             outcome.add_counts(len(hits), result.tokens)

@@ -8,8 +8,9 @@ operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwi
 from __future__ import annotations
 
 import logging
+from typing import Sequence
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from pipeline.errors import SpecragError
@@ -17,8 +18,7 @@ from pipeline.serve.basic import BasicRetrieval
 from pipeline.serve.errors import http_status
 from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.middleware import RequestContextMiddleware
-from pipeline.serve.routes import agentic, apis, context, health, retrieve
-from pipeline.serve.routes.agentic import AgenticRetriever
+from pipeline.serve.routes import apis, context, health, retrieve
 from pipeline.serve.telemetry import Telemetry
 from pipeline.serve.tracing import install_instrumentation
 
@@ -30,7 +30,9 @@ DESCRIPTION = ("Answers 'how do I do X with these APIs?' over indexed OpenAPI co
 
 
 def create_app(kbs: KnowledgeBases, *, telemetry: Telemetry | None = None,
-               agentic_retriever: AgenticRetriever | None = None) -> FastAPI:
+               extra_routers: Sequence[APIRouter] = ()) -> FastAPI:
+    """``extra_routers``: routes over capabilities built elsewhere, e.g. ``agentic_router(retriever)``
+    (``routes/agentic.py``) and ``plan_router(planner, Plan)`` (``routes/plan.py``)."""
     install_instrumentation()
     app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION)
     app.state.kbs = kbs
@@ -39,11 +41,7 @@ def create_app(kbs: KnowledgeBases, *, telemetry: Telemetry | None = None,
     app.add_middleware(RequestContextMiddleware, telemetry=app.state.telemetry)
     app.add_exception_handler(SpecragError, _error)
     app.add_exception_handler(Exception, _error)
-    routers = [retrieve.router, context.router, apis.router, health.router]
-    if agentic_retriever is not None:
-        app.state.agentic = agentic_retriever
-        routers.insert(1, agentic.router)
-    for router in routers:
+    for router in [retrieve.router, *extra_routers, context.router, apis.router, health.router]:
         app.include_router(router)
     return app
 

@@ -14,13 +14,14 @@ from typing import Annotated, Awaitable, Callable, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from pipeline.api_models import BasicRetrievalRequest, SearchMode
 from pipeline.errors import SpecragError
 from pipeline.serve.basic import BasicRetrieval
 from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.logs import request_id_var
+from pipeline.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
 from pipeline.serve import lookup
 from pipeline.serve.lookup import OperationDetail, SpecElement
 from pipeline.serve.mcp_models import (ApiSearchResult, ContextChunkView, ContextResult, OperationHit,
@@ -38,7 +39,10 @@ KbId = Annotated[str | None, Field(description="knowledge base id or alias; opti
 MaxTokens = Annotated[int | None, Field(ge=1, le=1_000_000, description="cut the text to this many tokens")]
 
 
-def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None) -> MCPServer:
+def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None,
+                      planner: tuple[Planner, type[BaseModel]] | None = None,
+                      impact: tuple[ImpactAnalysis, type[BaseModel]] | None = None) -> MCPServer:
+    """``planner`` / ``impact``: (function, result model) pairs that add the ``plan`` / ``impact`` tools."""
     install_instrumentation()
     telemetry = telemetry or Telemetry()
     basic = BasicRetrieval(kbs)
@@ -143,6 +147,10 @@ def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None) -
         """A schema's definition, by name."""
         return (await _resource(lambda: lookup.get_schema(kbs.with_api(api), api, name))).text
 
+    if planner is not None:
+        add_plan_tool(server, kbs, tracked, *planner)
+    if impact is not None:
+        add_impact_tool(server, kbs, tracked, *impact)
     return server
 
 

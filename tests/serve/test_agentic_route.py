@@ -38,8 +38,9 @@ class TwoSteps:
 async def agentic_client(demo_kbs):
     from pipeline.serve.app import create_app
     from pipeline.serve.basic import BasicRetrieval
+    from pipeline.serve.routes.agentic import agentic_router
 
-    app = create_app(demo_kbs, agentic_retriever=TwoSteps(BasicRetrieval(demo_kbs), demo_kbs))
+    app = create_app(demo_kbs, extra_routers=[agentic_router(TwoSteps(BasicRetrieval(demo_kbs), demo_kbs))])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://specrag") as client:
         yield client
 

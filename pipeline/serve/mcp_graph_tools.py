@@ -11,14 +11,13 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, Field, create_model
 
 from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
-from pipeline.serve.mcp_models import Budgeted
+from pipeline.serve.mcp_models import Budgeted, KbId
 from pipeline.serve.telemetry import Outcome
 from pipeline.tokens import count_tokens
 
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
 ImpactAnalysis = Callable[[KnowledgeBase, str, str], Awaitable[BaseModel]]
 Tracked = Callable[..., Awaitable[BaseModel]]
-KbId = Annotated[str | None, Field(description="knowledge base id or alias; optional when one is served")]
 
 
 def budgeted(name: str, field: str, model: type[BaseModel]) -> type[Budgeted]:

@@ -3,10 +3,14 @@ anything was left out (``truncated``), so an agent can budget its context."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 
 from pipeline.serve.lookup import ApiSummary
 from pipeline.stages.results import CutRef
+
+KbId = Annotated[str | None, Field(description="knowledge base id or alias; optional when one is served")]
 
 
 class Budgeted(BaseModel):

@@ -24,7 +24,7 @@ from pipeline.serve.logs import request_id_var
 from pipeline.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
 from pipeline.serve import lookup
 from pipeline.serve.lookup import OperationDetail, SpecElement
-from pipeline.serve.mcp_models import (ApiSearchResult, ContextChunkView, ContextResult, OperationHit,
+from pipeline.serve.mcp_models import (ApiSearchResult, KbId, ContextChunkView, ContextResult, OperationHit,
                                        OperationSearchResult)
 from pipeline.serve.telemetry import Outcome, Telemetry
 from pipeline.serve.tracing import install_instrumentation
@@ -35,7 +35,6 @@ INSTRUCTIONS = ("specrag answers 'how do I do X with these APIs?' over indexed O
                 "for a question (the matching operation plus every schema and error response it references, within "
                 "a token budget), or search_apis -> search_operations -> get_operation / get_schema to browse. "
                 "Every result carries its token count and whether something was left out (truncated).")
-KbId = Annotated[str | None, Field(description="knowledge base id or alias; optional when one is served")]
 MaxTokens = Annotated[int | None, Field(ge=1, le=1_000_000, description="cut the text to this many tokens")]
 
 

@@ -240,7 +240,7 @@ class SpecChunker:
             self.stats.unresolved += 1
             self.stats.unresolved_by_kind[target.kind] = self.stats.unresolved_by_kind.get(target.kind, 0) + 1
             if len(self.unresolved_samples) < 5:
-                self.unresolved_samples.append(f"{target.kind}: {target.ref}")
+                self.unresolved_samples.append(f"{target.kind}: {target.ref[:200]}")
 
     def _link(self, ref: str, file: Path, loc: tuple[str, ...], kind: str, refs: dict[str, list[str]]) -> None:
         target = self.src.resolve(ref, file)

@@ -11,6 +11,7 @@ it was given or found; an entry that is a symlink must point inside that folder.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pipeline.specs.limits import BudgetExceeded, ParseBudget, SpecLimits
 from pipeline.specs.parse import parse_text
 
 SPEC_SUFFIXES = {".json", ".yaml", ".yml"}
+MAX_REF_CHARS = 4096  # PATH_MAX
 _YAML_SPEC_KEY = re.compile(r"^[\"']?(openapi|swagger)[\"']?\s*:", re.MULTILINE)
 
 
@@ -113,6 +115,8 @@ def confine_entry(entry: Path) -> tuple[Path, Path]:
     lie inside that folder (a symlinked entry may not move the confinement elsewhere)."""
     root = Path(os.path.realpath(entry.parent))
     real = Path(os.path.realpath(entry))
+    if not os.path.lexists(real):  # a broken link says so, wherever it pointed
+        raise SpecError(f"unreadable: {os.strerror(errno.ENOENT)}")
     if not real.is_relative_to(root):
         raise SpecError(f"symlink to a file outside its folder ({real}); give that file itself")
     return root, real
@@ -168,21 +172,27 @@ class SpecSource:
         return self._raw
 
     def resolve(self, ref: str, base: Path) -> Resolved | Unresolved:
-        if not isinstance(ref, str) or not ref:
-            return Unresolved("bad_ref", str(ref))
+        if not isinstance(ref, str) or not ref or len(ref) > MAX_REF_CHARS:
+            return Unresolved("bad_ref", str(ref)[:200])  # a 1 MB path would cost 10^5 lstat calls
         if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", ref) or ref.startswith("//"):
             return Unresolved("url", ref)
         file_part, _, fragment = ref.partition("#")
         target = base
         if file_part:
-            target = Path(os.path.normpath(base.parent / unquote(file_part)))
+            relative = unquote(file_part)
+            if "\x00" in relative:
+                return Unresolved("bad_ref", ref)
+            target = Path(os.path.normpath(base.parent / relative))
             if not target.is_relative_to(self.root):
                 return Unresolved("escapes_root", ref)
-            real = Path(os.path.realpath(target))
-            if not real.is_relative_to(self.root):  # a symlink out of the tree
-                return Unresolved("escapes_root", ref)
-            if refusal := self._refuse_file(target, real):
-                return Unresolved(refusal, ref)
+            try:
+                real = Path(os.path.realpath(target))
+                if not real.is_relative_to(self.root):  # a symlink out of the tree
+                    return Unresolved("escapes_root", ref)
+                if refusal := self._refuse_file(target, real):
+                    return Unresolved(refusal, ref)
+            except OSError:  # a name too long, a loop of links
+                return Unresolved("missing_file", ref)
             target = real
         try:
             doc = self._document(target) if file_part else self._docs[target]

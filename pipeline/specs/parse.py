@@ -37,8 +37,8 @@ except ImportError:  # pragma: no cover - depends on the libyaml build
             Parser.__init__(self)
 
 _NODE_EVENTS = (ScalarEvent, SequenceStartEvent, MappingStartEvent)
-# \uD800-\uDFFF escapes can yield a lone surrogate, which no UTF-8 output (JSON, Chroma) accepts
-_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+# JSON's \uD800-\uDFFF escapes can yield a lone surrogate, which no UTF-8 output (JSON, Chroma) accepts
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 class BoundedComposer(Composer):
@@ -92,7 +92,9 @@ class BoundedSafeLoader(_Parser, BoundedComposer, SafeConstructor, Resolver):  #
 
 def parse_text(text: str, is_json: bool, budget: ParseBudget) -> Any:
     """Parse JSON or YAML within ``budget``; SpecError with a one-line reason."""
-    doc = _parse_json(text, budget) if is_json else _parse_yaml(text, budget)
+    if not is_json:
+        return _parse_yaml(text, budget)  # libyaml refuses surrogate escapes itself
+    doc = _parse_json(text, budget)
     if _SURROGATE_ESCAPE.search(text):
         _refuse_lone_surrogates(doc)
     return doc

@@ -46,8 +46,8 @@ class ParseBudget:
     def add_nodes(self, n: int) -> None:
         self.nodes += n
         if self.nodes > self.limits.max_nodes:
-            raise BudgetExceeded(f"more than {self.limits.max_nodes} values (YAML aliases counted at each use; "
-                            "SPECRAG_SPEC_MAX_NODES)")
+            raise BudgetExceeded(f"more than {self.limits.max_nodes} values "
+                                 "(YAML aliases counted at each use; SPECRAG_SPEC_MAX_NODES)")
 
     def add_alias(self) -> None:
         self.aliases += 1

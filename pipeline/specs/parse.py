@@ -67,12 +67,12 @@ class BoundedComposer(Composer):
         self.depth += 1
         self.budget.check_depth(self.depth)
         self.budget.add_nodes(1)
-        start_nodes, start_deepest = self.budget.nodes, self.deepest
-        self.deepest = max(self.deepest, self.depth)
+        start_nodes, outer_deepest = self.budget.nodes, self.deepest
+        self.deepest = self.depth  # from here on: the deepest level inside this node
         node = Composer.compose_node(self, parent, index)
         if anchor is not None:
             self.anchored[anchor] = (self.budget.nodes - start_nodes + 1, self.deepest - self.depth + 1)
-        self.deepest = max(self.deepest, start_deepest)
+        self.deepest = max(self.deepest, outer_deepest)
         self.depth -= 1
         return node
 

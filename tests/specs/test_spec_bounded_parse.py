@@ -86,6 +86,11 @@ def test_deep_alias_counts_its_depth():
         _parse(text)
 
 
+def test_alias_depth_is_its_own_height_not_the_deepest_part_before_it():
+    text = "deep: " + "[" * 90 + "]" * 90 + "\nshallow: &s [[1]]\nuse: " + "[" * 90 + "*s" + "]" * 90 + "\n"
+    assert _parse(text)["shallow"] == [[1]]
+
+
 def test_flow_nesting_that_crashes_libyaml_is_a_skip_reason(tmp_path):
     """libyaml's recursive C composer segfaults at ~100k nested '['; the bounded composer stops first."""
     path = tmp_path / "deep.yaml"

@@ -5,6 +5,7 @@ component named like a split part keeps its own id, and OpenAPI 3.1 webhooks are
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pipeline.index import ChunkStore, IndexBuilder
@@ -30,13 +31,14 @@ def test_refs_reach_only_spec_documents(tmp_path):
     (tmp_path / "plain.yaml").write_text(f"{SECRET} is just a string\n")
     (tmp_path / "list.json").write_text(json.dumps([SECRET]))
     (tmp_path / "models.yaml").write_text("Model: {type: object, properties: {id: {type: integer}}}\n")
+    os.mkfifo(tmp_path / "pipe.yaml")
     refs = {"A": ".env", "B": ".ssh/id_rsa", "C": ".ssh/keys.yaml#/K", "D": "notes.txt#/T", "E": "plain.yaml",
-            "F": "list.json#/0", "G": "./sub/../.env", "H": "models.yaml#/Model"}
+            "F": "list.json#/0", "G": "./sub/../.env", "H": "models.yaml#/Model", "I": "pipe.yaml#/X"}
     schemas = "".join(f"    {name}: {{$ref: '{ref}'}}\n" for name, ref in refs.items())
     (tmp_path / "api.yaml").write_text(spec("components:\n  schemas:\n" + schemas))
     api = ingest_spec(tmp_path / "api.yaml", "api", 1500, limits=limits())
-    assert api.refs.unresolved_by_kind == {"hidden_file": 4, "not_spec_file": 1, "not_a_document": 2}
-    assert (api.refs.total, api.refs.resolved) == (8, 1)
+    assert api.refs.unresolved_by_kind == {"hidden_file": 4, "not_spec_file": 1, "not_a_document": 2, "unreadable": 1}
+    assert (api.refs.total, api.refs.resolved) == (9, 1)
     assert api.api.files == ["models.yaml"]
     assert SECRET not in _all_text(api)
     assert "api:models.yaml#/Model" in api.chunks[[c.id for c in api.chunks].index("api:components/schemas/H")].ref_ids

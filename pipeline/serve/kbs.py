@@ -154,9 +154,14 @@ class KnowledgeBases:
 
 
 def _existing(settings: Settings, key: str) -> Settings:
-    folder = settings.data_dir / "corpora" / key
-    if not (folder / "manifest.json").is_file():
-        raise IndexNotBuiltError(f"no index {key!r} in {settings.data_dir / 'corpora'}: run `specrag index PATH...`")
-    return settings.model_copy(update={"data_dir": folder})
+    """The indexed corpus named ``key``: its folder name, or its alias when only one folder has it."""
+    corpora = settings.data_dir / "corpora"
+    indexed = sorted(p.parent.name for p in corpora.glob("*/manifest.json"))
+    named = [key] if key in indexed else [k for k in indexed if k.rsplit("-", 1)[0] == key]
+    if len(named) != 1:
+        why = f"alias {key!r} names several indexes ({', '.join(named)})" if named else f"no index {key!r}"
+        raise IndexNotBuiltError(f"{why} in {corpora}: " + (f"indexed: {', '.join(indexed)}" if indexed
+                                                             else "run `specrag index PATH...`"))
+    return settings.model_copy(update={"data_dir": corpora / named[0]})
 
 

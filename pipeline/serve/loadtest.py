@@ -21,7 +21,13 @@ from typing import Iterator
 
 from pydantic import BaseModel, Field
 
+from pipeline.errors import SpecragError
+
 READY_TIMEOUT_S = 300
+
+
+class ServerFailed(SpecragError):
+    """The service started for a load run exited or never became ready."""
 
 
 class LoadSpec(BaseModel):
@@ -134,14 +140,14 @@ def served(args: list[str], port: int) -> Iterator[str]:
             while True:
                 if proc.poll() is not None:
                     log.seek(0)
-                    raise RuntimeError(f"specrag serve exited: {log.read()[-2000:]}")
+                    raise ServerFailed("specrag serve exited: " + " | ".join(log.read().strip().splitlines()[-3:]))
                 try:
                     if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"specrag serve not ready after {READY_TIMEOUT_S} s")
+                    raise ServerFailed(f"specrag serve not ready after {READY_TIMEOUT_S} s")
                 time.sleep(0.5)
             yield url
         finally:

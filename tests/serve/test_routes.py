@@ -73,3 +73,15 @@ async def test_health_readiness_and_openapi_need_no_key(client, kb_id):
     paths = (await client.get("/openapi.json")).json()["paths"]
     assert {"/api/v1/retrieve/basic", "/api/v1/context", "/api/v1/apis", "/healthz", "/readyz", "/metrics",
             "/api/v1/apis/{api}/operations/{operation}", "/api/v1/apis/{api}/schemas/{name}"} <= set(paths)
+
+
+def test_an_indexed_corpus_is_served_by_folder_name_or_alias(demo_index):
+    from pipeline.errors import IndexNotBuiltError
+    from pipeline.serve.kbs import _existing
+
+    local, _ = demo_index
+    root = local.model_copy(update={"data_dir": local.data_dir.parent.parent})
+    key = local.data_dir.name
+    assert _existing(root, key).data_dir == _existing(root, key.rsplit("-", 1)[0]).data_dir == local.data_dir
+    with pytest.raises(IndexNotBuiltError, match=f"no index 'nope' .*indexed: {key}"):
+        _existing(root, "nope")

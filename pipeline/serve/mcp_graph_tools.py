@@ -1,5 +1,5 @@
 """The MCP tools over planning and the $ref graph: ``plan`` (an ordered plan of calls for a task)
-and ``impact`` (what depends on an operation or schema). They wrap functions built elsewhere
+and ``impact`` (the operations and components that use a schema). They wrap functions built elsewhere
 (``async (kb, ...) -> a pydantic model``) and add what every tool result carries: ``tokens``
 and ``truncated``. ``create_mcp_server(kbs, planner=..., impact=...)`` registers them."""
 
@@ -46,16 +46,15 @@ def add_impact_tool(server: MCPServer, kbs: KnowledgeBases, tracked: Tracked, im
                     impact_model: type[BaseModel]) -> None:
     result_model = budgeted("ImpactResult", "impact", impact_model)
 
-    async def impact_tool(api: str, element: Annotated[str, Field(description="an operation (operationId or "
-                                                                  "'METHOD /path') or a schema name")],
+    async def impact_tool(api: str, schema: Annotated[str, Field(description="a schema (component) name, e.g. User")],
                           kb_id: KbId = None):
         async def work(outcome: Outcome) -> Budgeted:
-            found = await impact(kbs.with_api(api, kb_id), api, element)
+            found = await impact(kbs.with_api(api, kb_id), api, schema)
             tokens = count_tokens(found.model_dump_json())
             outcome.add_counts(1, tokens)
             return result_model(impact=found, tokens=tokens)
         return await tracked("impact", work)
 
     impact_tool.__annotations__["return"] = result_model
-    server.add_tool(impact_tool, name="impact", description="What depends on an operation or schema: the operations "
-                    "and schemas that reference it, directly or through other schemas.")
+    server.add_tool(impact_tool, name="impact", description="What a change to a schema touches: the operations and "
+                    "components that use it, directly or through other components.")

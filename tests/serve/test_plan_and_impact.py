@@ -20,7 +20,7 @@ class Plan(BaseModel):
 
 
 class Impact(BaseModel):
-    element: str
+    schema_id: str
     dependents: list[str]
 
 
@@ -33,17 +33,17 @@ async def first_two_operations(kb, query: str) -> Plan:
     return Plan(steps=[r.chunk_id for r in response.results])
 
 
-async def referenced_by(kb, api: str, element: str) -> Impact:
+async def referenced_by(kb, api: str, schema: str) -> Impact:
     """Everything that references the schema, directly or through other schemas (a BFS on referenced_by)."""
     from pipeline.serve.lookup import get_schema
 
-    start = (await asyncio.to_thread(get_schema, kb, api, element)).chunk_id
+    start = (await asyncio.to_thread(get_schema, kb, api, schema)).chunk_id
     seen, frontier = {start}, [start]
     while frontier:
         chunks = kb.store.get_chunks(frontier)
         frontier = [r for c in chunks.values() for r in c.referenced_by if r not in seen]
         seen |= set(frontier)
-    return Impact(element=start, dependents=sorted(seen - {start}))
+    return Impact(schema_id=start, dependents=sorted(seen - {start}))
 
 
 async def test_the_plan_route(demo_kbs):
@@ -73,8 +73,8 @@ async def test_the_mcp_plan_and_impact_tools(demo_kbs):
             assert {"tokens", "truncated"} <= set(tools[name].output_schema["properties"])
         plan = (await client.call_tool("plan", {"query": "create a user"})).structured_content
         assert plan["plan"]["steps"][0] == "users_api:paths/~1users/post" and plan["tokens"] > 0
-        impact = (await client.call_tool("impact", {"api": "users_api", "element": "Country"})).structured_content
+        impact = (await client.call_tool("impact", {"api": "users_api", "schema": "Country"})).structured_content
         assert {"users_api:components/schemas/Address", "users_api:paths/~1users/post"} <= set(
             impact["impact"]["dependents"])
-        missing = await client.call_tool("impact", {"api": "users_api", "element": "Nope"})
+        missing = await client.call_tool("impact", {"api": "users_api", "schema": "Nope"})
         assert missing.is_error and "no schema 'Nope'" in missing.content[0].text

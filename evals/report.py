@@ -1,7 +1,8 @@
 """What a run records (``results.json``) and the tables a person reads (``report.md``).
 
 ``results.json`` keeps every query's gold, selection, ranking and context ids, so any tool can
-recompute the metrics or diff two runs (:mod:`evals.compare`) without rerunning anything.
+recompute the metrics or diff two runs (:mod:`evals.compare`) without rerunning anything. Its
+``schema_version`` says which shape it has; files from before it existed read as version 1.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.context import Fallback
+from pipeline.errors import SpecragError
 
 from evals.metrics import LLMUsage, MetricSummary, QueryMetrics
 from evals.querysets import GoldEndpoint
 
+RESULTS_SCHEMA_VERSION = 1
 STAGES = ("select", "expand", "search", "refs", "assemble", "total")
 SCORE_COLUMNS = {"selection_accuracy": "API acc", "selection_precision": "API prec", "recall_at_5": "R@5",
                  "recall_at_10": "R@10", "all_found_at_10": "all@10", "mrr": "MRR", "ndcg_at_10": "nDCG@10",
@@ -77,7 +80,12 @@ class RunMetrics(BaseModel):
     per_set: dict[str, MetricSummary] = Field(default_factory=dict)
 
 
+class RunFileError(SpecragError):
+    """A run folder or results.json that is missing, unreadable, or not a specrag run."""
+
+
 class EvalRun(BaseModel):
+    schema_version: int = Field(RESULTS_SCHEMA_VERSION, description="shape of results.json; bumped when it changes")
     run: RunInfo
     metrics: RunMetrics
     queries: list[QueryResult]
@@ -98,7 +106,20 @@ def load_run(path: Path) -> EvalRun:
     """A run folder (or its ``results.json``) back as an :class:`EvalRun`."""
     path = Path(path)
     path = path / "results.json" if path.is_dir() else path
-    return EvalRun.model_validate_json(path.read_text(encoding="utf-8"))
+    try:
+        run = EvalRun.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFileError(f"no eval run at {path} (want a run folder holding results.json, or the file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"cannot read {path}: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the file"
+        raise RunFileError(f"{path} is not a specrag results.json ({where}: {first['msg']})") from None
+    if run.schema_version > RESULTS_SCHEMA_VERSION:
+        raise RunFileError(f"{path} has schema_version {run.schema_version}; this specrag reads up to "
+                           f"{RESULTS_SCHEMA_VERSION}: upgrade specrag")
+    return run
 
 
 def render_report(run: EvalRun) -> str:

@@ -6,6 +6,7 @@ Each stage returns a typed result; the engine alone turns them into ``RetrievalS
 per query. ``query`` returns a ``Response`` whose ``source_nodes`` are the primary then the
 referenced chunks, and whose text is the rendered context (or, with a synthesizer, an answer
 citing ``[Source N]``). Every entry point has an async twin that never blocks the event loop.
+All the LLM calls of one query share one ``llm_deadline_s`` deadline (:mod:`pipeline.deadline`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from pipeline.context import KnowledgeContext, RetrievalStats
+from pipeline.deadline import deadline_scope
 from pipeline.errors import SpecragError
 from pipeline.nodes import context_node
 from pipeline.render import render_markdown
@@ -68,13 +70,15 @@ class ApiQueryEngine(CustomQueryEngine):
 
     # ---- queries --------------------------------------------------------------------------
     def custom_query(self, query_str: str) -> Response:
-        ctx = self.retrieve_context(query_str)
-        answer = self.synthesizer.synthesize(ctx) if self._synthesizes else None
+        with deadline_scope(self.settings.llm_deadline_s):  # one LLM deadline for retrieval and synthesis
+            ctx = self.retrieve_context(query_str)
+            answer = self.synthesizer.synthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
 
     async def acustom_query(self, query_str: str) -> Response:
-        ctx = await self.aretrieve_context(query_str)
-        answer = await self.synthesizer.asynthesize(ctx) if self._synthesizes else None
+        with deadline_scope(self.settings.llm_deadline_s):
+            ctx = await self.aretrieve_context(query_str)
+            answer = await self.synthesizer.asynthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
 
     @dispatcher.span
@@ -82,12 +86,13 @@ class ApiQueryEngine(CustomQueryEngine):
         """select -> expand -> search -> reference expansion; ``apis`` skips stage 1 (oracle)."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
-        expansion = self._done(self.expander.expand(query, selection.selected_apis)
-                               if selection.selected_apis else _unexpanded(query))
-        search = self._done(self._search.search(query, expansion, selection.selected_apis or []))
-        nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
-                                                  query_bundle=QueryBundle(query))
+        with deadline_scope(self.settings.llm_deadline_s):  # every LLM call of this query within it
+            selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
+            expansion = self._done(self.expander.expand(query, selection.selected_apis)
+                                   if selection.selected_apis else _unexpanded(query))
+            search = self._done(self._search.search(query, expansion, selection.selected_apis or []))
+            nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
+                                                      query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
 
     @dispatcher.span
@@ -95,12 +100,13 @@ class ApiQueryEngine(CustomQueryEngine):
         """:meth:`retrieve_context` for an event loop: LLM calls awaited, CPU work in threads."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
-        expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
-                               if selection.selected_apis else _unexpanded(query))
-        search = self._done(await self._search.asearch(query, expansion, selection.selected_apis or []))
-        nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
-                                                         query_bundle=QueryBundle(query))
+        with deadline_scope(self.settings.llm_deadline_s):
+            selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
+            expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
+                                   if selection.selected_apis else _unexpanded(query))
+            search = self._done(await self._search.asearch(query, expansion, selection.selected_apis or []))
+            nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
+                                                             query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
 
     # ---- helpers --------------------------------------------------------------------------

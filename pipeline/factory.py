@@ -5,6 +5,7 @@ from __future__ import annotations
 from pipeline.catalog.io import load_api_indexes, load_catalog
 from pipeline.catalog.vectors import catalog_vectors
 from pipeline.engine import ApiQueryEngine
+from pipeline.errors import IndexNotBuiltError
 from pipeline.index.embeddings import embed_model_id
 from pipeline.settings import Settings
 from pipeline.stages.api_select import KeywordApiSelector
@@ -21,6 +22,9 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     store = store or ChunkStore.open(settings)
     catalog_dir = settings.catalogs_path
     catalog = load_catalog(catalog_dir)
+    if not catalog.apis:
+        raise IndexNotBuiltError(f"the index in {settings.data_dir} holds no API (its corpus had no readable "
+                                 "spec): run `specrag index PATH...` on a folder of OpenAPI/Swagger files")
     indexes = load_api_indexes(catalog_dir, catalog)
     retriever = HybridRetriever.from_settings(store, settings)
     api_vectors = None

@@ -95,6 +95,16 @@ def _json_or(raw: Any, default: Any, expected: type) -> Any:
     return value if isinstance(value, expected) else default
 
 
+JSON_TEXT_FIELDS: dict[str, type] = {"tags": list, "ref_ids": dict, "referenced_by": list}
+
+
+def decoded_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Stored metadata with its JSON-text fields (``JSON_TEXT_FIELDS``) as real lists and objects;
+    a malformed one becomes empty, as in :meth:`Chunk.from_metadata`."""
+    return {key: _json_or(value, JSON_TEXT_FIELDS[key](), JSON_TEXT_FIELDS[key]) if key in JSON_TEXT_FIELDS else value
+            for key, value in metadata.items()}
+
+
 def decode_ref_ids(raw: Any) -> list[str]:
     """Chunk ids from a stored ``ref_ids`` value; malformed metadata means no refs."""
     value = _json_or(raw, {}, dict) if not isinstance(raw, list) else {str(x): [] for x in raw}

@@ -9,7 +9,7 @@ from pipeline.index.embeddings import embed_model_id
 from pipeline.settings import Settings
 from pipeline.stages.api_select import KeywordApiSelector
 from pipeline.stages.hybrid_retriever import HybridRetriever
-from pipeline.stages.lookup import LookupStepAdder
+from pipeline.stages.producers import ProducerExpander
 from pipeline.stages.query_expand import KeywordQueryExpander
 from pipeline.stages.ref_expand import ReferenceExpander
 
@@ -44,7 +44,7 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         selector = LLMApiSelector(llm, catalog, selector, prompts, settings, cache)
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
         synthesizer = Synthesizer(llm, prompts, settings)
-    steps = [LookupStepAdder(load_index=indexes.get, hydrate=store.hydrate, retriever=retriever)]
+    steps = [ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,
                           references=ReferenceExpander.from_settings(store, settings), synthesizer=synthesizer,
                           settings=settings, known_apis=frozenset(store.complete_api_ids() & catalog.ids()))

@@ -10,18 +10,24 @@ Refs are links, never inlined, so cycles need no special care.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pipeline.graph.build import api_graph
+from pipeline.graph.infer import operation_deps
+from pipeline.graph.links import StatedLink, stated_links
+from pipeline.graph.models import ApiGraph, OperationDeps
 from pipeline.specs import ids, text
 from pipeline.specs.loader import Resolved, SpecSource, spec_format
 from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 from pipeline.specs.render import strip_markdown, to_yaml
 from pipeline.specs.split import split_chunk
 
-CHUNKER_VERSION = "4"
+logger = logging.getLogger(__name__)
+CHUNKER_VERSION = "5"  # 5: operation chunks carry params and producers (the dependency graph)
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
 _DROPPED_KEYS = {"x-codeSamples", "x-code-samples"}
@@ -56,6 +62,9 @@ class SpecChunker:
         self.queue: deque[Fragment] = deque()
         self.stats = RefStats()
         self.unresolved_samples: list[str] = []
+        self.deps: list[OperationDeps] = []
+        self.links: list[StatedLink] = []
+        self.operation_ids: dict[str, str] = {}
 
     # ---- phase 1: where the chunks are ------------------------------------------------------
     def _register(self, frag: Fragment, tokens: tuple[str, ...]) -> None:
@@ -122,10 +131,36 @@ class SpecChunker:
         while self.queue:
             frag = self.queue.popleft()
             chunks.extend(self._build(frag))
+        graph = self._graph(chunks)
         chunks = [part for chunk in chunks for part in split_chunk(chunk, self.max_tokens, self.count_tokens)]
         _link_inverse(chunks)
-        return ApiChunks(api=self._api_info(), chunks=chunks, refs=self.stats,
+        return ApiChunks(api=self._api_info(), chunks=chunks, refs=self.stats, graph=graph,
                          unresolved_samples=self.unresolved_samples)
+
+    def _graph(self, chunks: list[Chunk]) -> ApiGraph | None:
+        """The dependency graph; each operation chunk gets its parameters and their producers.
+        A failure costs the graph (logged), never the API's chunks."""
+        try:
+            graph = api_graph(self.file_id, self.deps, self.links, self.operation_ids)
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            logger.warning("%s: no dependency graph (%s: %s)", self.file_id, type(exc).__name__, exc)
+            return None
+        params = {d.chunk_id: d.params for d in graph.operations}
+        producers: dict[str, list] = {}
+        produced = graph.produced()
+        for edge in graph.edges:
+            producers.setdefault(edge.consumer, []).append(edge)
+        for chunk in chunks:
+            if chunk.type is ChunkType.ENDPOINT:
+                chunk.params, chunk.producers = params.get(chunk.id, []), producers.get(chunk.id, [])
+                chunk.produces = produced.get(chunk.id, [])
+        return graph
+
+    def _resolve_for_graph(self, ref: str, base: Path):
+        target = self.src.resolve(ref, base)
+        if not isinstance(target, Resolved):
+            return None
+        return target.value, target.file, target.tokens[-1] if target.tokens else Path(target.file).stem
 
     def _build(self, frag: Fragment) -> list[Chunk]:
         if frag.type is ChunkType.ENDPOINT:
@@ -149,6 +184,7 @@ class SpecChunker:
                 refs.setdefault(rid, []).extend(locs)
             op["parameters"] = _merge_params(shared, op.get("parameters"))
         self._security_refs(op.get("security", self.doc.get("security")), refs)
+        self._record_deps(frag, shared)
         out: list[Chunk] = []
         head = f"# {frag.method} {frag.path}" + (f"  (operationId: {frag.name})" if frag.name else "")
         if errors:
@@ -164,6 +200,14 @@ class SpecChunker:
         out.insert(0, self._chunk(frag, head + "\n" + to_yaml(op), refs,
                                   **text.operation_texts(frag.method, frag.path, op), op=op))
         return out
+
+    def _record_deps(self, frag: Fragment, shared: list) -> None:
+        """What the operation consumes and produces, for the graph built once all are read."""
+        self.deps.append(operation_deps(frag.id, frag.method, frag.path, frag.value, self._resolve_for_graph,
+                                        frag.file, shared, frag.extra["item_file"]))
+        self.links += stated_links(frag.id, frag.value, self._resolve_for_graph, frag.file)
+        if frag.name:
+            self.operation_ids.setdefault(frag.name, frag.id)
 
     def _chunk(self, frag: Fragment, body: str, refs: dict[str, list[str]], *, embed_text: str, search_text: str,
                op: dict | None = None) -> Chunk:

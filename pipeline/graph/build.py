@@ -1,11 +1,11 @@
 """The per-API dependency graph: every consumer parameter matched with the operations whose
 responses can fill it.
 
-Three kinds of evidence, strongest first:
+Four kinds of evidence, strongest first:
 
 - a stated OpenAPI link (score 1);
 - a response field with the parameter's own name (``movie_id``, ``accountId``; ``username``,
-  not an id: 0.95);
+  not an id: 0.95); a bare ``{id}`` is matched by type only;
 - RESTler's rule: an id field inside an object whose type matches the parameter's resource
   (``results[].id`` of ``movie-list-object`` items for ``{movie_id}``), scored by how well the
   types match (:func:`~pipeline.graph.naming.type_match`) times the type's weight;
@@ -26,7 +26,7 @@ from collections import defaultdict
 
 from pipeline.graph.links import StatedLink
 from pipeline.graph.models import ApiGraph, DependencyEdge, EdgeSource, OperationDeps, ResourceEntry
-from pipeline.graph.naming import is_id_name, name_words, type_match
+from pipeline.graph.naming import id_subject, is_id_name, name_words, type_match
 
 MAX_PRODUCERS = 16
 MIN_SCORE = 0.3
@@ -40,13 +40,16 @@ def api_graph(file_id: str, operations: list[OperationDeps], links: list[StatedL
     """Edges for every parameter of every operation (fields are dropped from the stored graph)."""
     by_name, by_word = _field_index(operations)
     shapes = _ShapeIndex(operations)
-    edges: list[DependencyEdge] = [*_link_edges(operations, links, operation_ids or {})]
-    linked = {(e.consumer, e.param) for e in edges}
+    stated: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for consumer, param, producer, field in _link_edges(operations, links, operation_ids or {}):
+        stated[(consumer, param)].append((producer, field))
+    edges: list[DependencyEdge] = []
     for op in operations:
         for need in op.params:
-            if (op.chunk_id, need.name) in linked:
-                continue
             found = _candidates(op.chunk_id, need.name, need.resources, need.id_like, by_name, by_word)
+            resource = need.resources[0] if need.resources and need.id_like else ""
+            for producer, field in stated.get((op.chunk_id, need.name), ()):
+                _offer(found, op.chunk_id, producer, (1.0, field, resource, EdgeSource.LINK), replace=True)
             if need.id_like:
                 for resource in need.resources[:1]:
                     for producer, field, score in shapes.producers(resource):
@@ -106,7 +109,8 @@ def _field_index(operations: list[OperationDeps]):
 def _candidates(consumer: str, param: str, resources: list[str], id_like: bool, by_name, by_word) -> dict:
     """producer chunk id -> its best (score, field, resource, source) for this parameter."""
     best: dict[str, tuple] = {}
-    for producer, field in by_name.get(name_words(param), ()):
+    named = not id_like or bool(id_subject(param))  # a bare ``{id}`` names nothing: every object has an id
+    for producer, field in by_name.get(name_words(param), ()) if named else ():
         resource = resources[0] if resources and id_like else ""
         _offer(best, consumer, producer, (1.0 if id_like else 0.95, field.path, resource, EdgeSource.NAME))
     if not id_like:
@@ -121,11 +125,12 @@ def _candidates(consumer: str, param: str, resources: list[str], id_like: bool, 
     return best
 
 
-def _offer(best: dict[str, tuple], consumer: str, producer: str, found: tuple) -> None:
-    """Keep ``producer``'s best (score, field, resource, source) for a parameter (never the consumer's own)."""
+def _offer(best: dict[str, tuple], consumer: str, producer: str, found: tuple, replace: bool = False) -> None:
+    """Keep ``producer``'s best (score, field, resource, source) for a parameter (never the
+    consumer's own); ``replace``: a stated link wins over any inference."""
     if producer == consumer or found[0] < MIN_SCORE:
         return
-    if producer not in best or _rank(producer, found) < _rank(producer, best[producer]):
+    if replace or producer not in best or _rank(producer, found) < _rank(producer, best[producer]):
         best[producer] = found
 
 
@@ -192,6 +197,5 @@ def _link_edges(operations: list[OperationDeps], links, operation_ids: dict[str,
         consumer = operation_ids.get(link.target_operation_id) if link.target_operation_id else \
             by_route.get((link.target_method, link.target_path))
         if consumer and consumer != link.producer:
-            yield DependencyEdge(consumer=consumer, param=link.param, producer=link.producer, field=link.field,
-                                 score=1.0, source=EdgeSource.LINK)
+            yield consumer, link.param, link.producer, link.field
 

@@ -1,0 +1,79 @@
+"""``specrag plan``, ``specrag impact``, ``specrag deps``: the dependency graph from the command line."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pipeline.cli.common import add_common, open_engine
+from pipeline.settings import Settings
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="the operations a question needs, in call order, with parameter bindings")
+    p.add_argument("question")
+    _corpus(p)
+    p.add_argument("--apis", help="comma-separated API ids: skip stage 1 and plan within these")
+    p.add_argument("--token-budget", dest="token_budget", type=int, help="context tokens for the whole plan")
+    add_common(p)
+    p.set_defaults(handler=plan)
+
+    p = sub.add_parser("impact", help="the operations that use a schema, directly or transitively")
+    p.add_argument("api", help="API id (file_id)")
+    p.add_argument("schema", help="schema name (e.g. User) or chunk id")
+    _corpus(p)
+    add_common(p)
+    p.set_defaults(handler=impact)
+
+    p = sub.add_parser("deps", help="an operation's parameters and the operations that produce them")
+    p.add_argument("api", help="API id (file_id)")
+    p.add_argument("operation", help="'GET /users/{id}', an operationId, or a chunk id")
+    _corpus(p)
+    add_common(p)
+    p.set_defaults(handler=deps)
+
+
+def _corpus(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", nargs="+", type=Path, help="spec files/folders (indexed first, incrementally); "
+                   "default: the last indexed corpus")
+
+
+def plan(args: argparse.Namespace, settings: Settings) -> int:
+    from pipeline.plan import render_plan
+
+    _, engine = open_engine(args, settings, args.corpus)
+    apis = [a.strip() for a in args.apis.split(",") if a.strip()] if args.apis else None
+    result = engine.plan(args.question, apis=apis, token_budget=args.token_budget)
+    print(result.model_dump_json(indent=2) if args.json else render_plan(result))
+    return 0
+
+
+def impact(args: argparse.Namespace, settings: Settings) -> int:
+    _, engine = open_engine(args, settings, args.corpus)
+    report = engine.impact(args.api, args.schema)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    print(f"{len(report.operations)} operations of {report.api} use {report.schema_name} ({report.schema_id}):")
+    for op in report.operations:
+        via = " via " + " <- ".join(v.split(":", 1)[1] for v in op.via) if op.via else " directly"
+        print(f"  {op.method} {op.path}" + (f" ({op.operation_id})" if op.operation_id else "") + via)
+    return 0
+
+
+def deps(args: argparse.Namespace, settings: Settings) -> int:
+    _, engine = open_engine(args, settings, args.corpus)
+    report = engine.deps(args.api, args.operation)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    print(f"{report.method} {report.path}")
+    for need in report.params:
+        producers = [e for e in report.producers if e.param == need.name]
+        print(f"  {need.name} ({need.location}{', id' if need.id_like else ''}): " +
+              ("from the caller" if not producers else f"{len(producers)} producers"))
+        for edge in producers[:5]:
+            print(f"    {edge.label()}  [{edge.source.value} {edge.score:.2f}]")
+    if report.consumers:
+        print(f"  its response feeds {len({e.consumer for e in report.consumers})} operations")
+    return 0

@@ -16,16 +16,15 @@ stored on the chunk at ingest). Each is scored from general signals, no word of 
 The chosen producer is itself checked (chains: ``/search/collection`` -> ``/collection/{id}``
 -> ``/movie/{movie_id}/credits``), up to ``max_chain`` links.
 
-Then, when the question names something and mentions a resource type of the API that has a
-free-text lookup ("the collection Star Wars"), that lookup is placed before the first hit that
-needs the resource's id, or after the top hit together with the best-ranked operation that
-consumes it. Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
+Then each name in the question ("the collection Star Wars", a capitalised name) gets the
+free-text lookup of its resource (see :mod:`pipeline.stages.names` for how a name is typed),
+placed before the first hit that needs the resource's id, or after the top hit together with
+the best-ranked operation that consumes it. Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
 GET /movie/{movie_id}/credits".
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Optional
 
 from llama_index.core.bridge.pydantic import Field
@@ -35,25 +34,17 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pipeline.analysis import query_terms
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import decode_params, decode_producers
+from pipeline.stages.names import named_spans, names_something
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
 API_RANKING_DEPTH = 30
-_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def names_something(question: str) -> bool:
-    """A quoted text, or a capitalised word that does not start a sentence and is not ``I``
-    or an all-capitals abbreviation: the question names a thing whose id must be looked up."""
-    if _QUOTED.search(question):
-        return True
-    for sentence in _SENTENCE.split(question):
-        for word in sentence.split()[1:]:
-            word = word.strip(",;:?!().'’\"")
-            if word[:1].isupper() and word != "I" and not word.isupper():
-                return True
-    return False
+def _names(resource, words: list[str]) -> bool:
+    """``words`` name the resource: every stem of its type is among theirs."""
+    stems = set(query_terms(resource.name.replace("_", " ")))
+    return bool(stems) and stems <= set(query_terms(" ".join(words)))
 
 
 def step_label(chunk_id: str) -> str:
@@ -117,32 +108,44 @@ class _Placement:
         return self.out
 
     def _named_lookups(self) -> None:
-        """Resources the question mentions by name, looked up before whatever needs their id."""
+        """Each name in the question, looked up before whatever needs its id: by the resource
+        the words before it name, else by the resource whose consumers the retriever ranks
+        best for the question (never one a possessive says it is not)."""
         index = self.cfg.load_index(self.out[0].node.node_id.split(":", 1)[0]) if self.cfg.load_index else None
-        words = set(query_terms(self.question))
-        for resource in (index.resources if index is not None else []):
-            stems = set(query_terms(resource.name.replace("_", " ")))
-            if not resource.lookups or not stems or not stems <= words or self.added >= self.cfg.max_added:
-                continue
-            ids = self._ids()
-            needers = [i for i in ids if i in set(resource.consumers)]
-            lookup = resource.lookups[0]
-            if needers and lookup in ids[: ids.index(needers[0])]:
-                continue
-            found = self.cfg.fetch([lookup]) if lookup not in ids else {lookup: self.out[ids.index(lookup)]}
-            if lookup not in found:
-                continue
-            if needers:
-                self._place(found[lookup], needers[0], f"looks up the {resource.name} the question names, "
-                                                       f"for {step_label(needers[0])}")
-                continue
-            self._place(found[lookup], ids[1] if len(ids) > 1 else ids[0],
-                        f"looks up the {resource.name} the question names")
-            self._follow_up(lookup, resource)
+        resources = [r for r in (index.resources if index is not None else []) if r.lookups]
+        for span in named_spans(self.question):
+            typed = [r for r in resources if _names(r, span.before)]
+            owned = {r.name for r in resources if _names(r, span.owned)}
+            resource = typed[0] if typed else self._most_relevant([r for r in resources if r.name not in owned])
+            if resource is not None and self.added < self.cfg.max_added:
+                self._use_lookup(resource, span.text)
+
+    def _most_relevant(self, resources: list) -> Any:
+        ranks = self._ranks(resources[0].lookups[0].split(":", 1)[0]) if resources and self.rank_api else {}
+        scored = [(min((ranks[c] for c in r.consumers if c in ranks), default=None), i, r) for i, r in enumerate(resources)]
+        scored = [s for s in scored if s[0] is not None]
+        return min(scored, key=lambda s: s[:2])[2] if scored else None
+
+    def _use_lookup(self, resource, name: str) -> None:
+        ids = self._ids()
+        needers = [i for i in ids if i in set(resource.consumers)]
+        lookup = resource.lookups[0]
+        if needers and lookup in ids[: ids.index(needers[0])]:
+            return
+        found = self.cfg.fetch([lookup]) if lookup not in ids else {lookup: self.out[ids.index(lookup)]}
+        if lookup not in found:
+            return
+        reason = f"looks up the {resource.name} '{name}'"
+        if needers:
+            self._place(found[lookup], needers[0], f"{reason} for {step_label(needers[0])}")
+            return
+        self._place(found[lookup], ids[1] if len(ids) > 1 else None, reason)  # right after the top hit
+        self._follow_up(lookup, resource)
 
     def _follow_up(self, lookup: str, resource) -> None:
         """The best-ranked operation that takes the looked-up id, right after the lookup."""
-        ranked = self.rank_api(lookup.split(":", 1)[0]) if self.rank_api else []
+        ranks = self._ranks(lookup.split(":", 1)[0])
+        ranked = sorted(ranks, key=ranks.get)
         consumers = set(resource.consumers)
         ids = set(self._ids())
         best = next((c for c in ranked if c in consumers and c not in ids), None) or \
@@ -195,18 +198,22 @@ class _Placement:
                 + self.cfg.relevance_weight * self._relevance(edge.producer))
 
     def _relevance(self, chunk_id: str) -> float:
-        api = chunk_id.split(":", 1)[0]
-        if self.rank_api is None:
-            return 0.0
-        if api not in self._api_ranks:
-            self._api_ranks[api] = {cid: r for r, cid in enumerate(self.rank_api(api))}
-        rank = self._api_ranks[api].get(chunk_id)
+        rank = self._ranks(chunk_id.split(":", 1)[0]).get(chunk_id)
         return 0.0 if rank is None else 1.0 - rank / API_RANKING_DEPTH
 
-    def _place(self, hit: NodeWithScore, consumer_id: str, reason: str) -> None:
+    def _ranks(self, api: str) -> dict[str, int]:
+        """chunk id -> rank of the API's operations for the question (computed once per API)."""
+        if self.rank_api is None:
+            return {}
+        if api not in self._api_ranks:
+            self._api_ranks[api] = {cid: r for r, cid in enumerate(self.rank_api(api))}
+        return self._api_ranks[api]
+
+    def _place(self, hit: NodeWithScore, consumer_id: str | None, reason: str) -> None:
+        """Move (or insert) ``hit`` right before ``consumer_id``; None: at the end."""
         self.out = [n for n in self.out if n.node.node_id != hit.node.node_id]
-        at = self._ids().index(consumer_id)
-        score = self.out[at].score
+        at = self._ids().index(consumer_id) if consumer_id is not None else len(self.out)
+        score = self.out[min(at, len(self.out) - 1)].score if self.out else hit.score
         self.out.insert(at, _marked(hit, reason, score))
         self.added += 1
 

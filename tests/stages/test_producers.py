@@ -9,7 +9,8 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pipeline.catalog.models import ApiIndex
 from pipeline.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
 from pipeline.specs.ids import operation_chunk_id
-from pipeline.stages.producers import ProducerExpander, names_something
+from pipeline.stages.names import named_spans, names_something
+from pipeline.stages.producers import ProducerExpander
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
@@ -133,7 +134,7 @@ def test_a_named_resource_brings_its_lookup_and_the_call_that_uses_it():
               "/movie/top_rated")
     assert paths_of(out) == ["/genre/list", "/search/collection", "/collection/{collection_id}/images",
                              "/movie/top_rated"]
-    assert out[1].node.metadata[ADDED_STEP] == "looks up the collection the question names"
+    assert out[1].node.metadata[ADDED_STEP] == "looks up the collection 'Star Wars'"
     assert out[2].node.metadata[ADDED_STEP] == "uses the collection id that GET /search/collection finds"
 
 
@@ -143,6 +144,25 @@ def test_nothing_to_bind_or_no_question_changes_nothing():
     assert expander().postprocess_nodes(ranked) == ranked
     capped = run(expander(max_added=0), "Who directed the top rated movie?", "/movie/{movie_id}/credits")
     assert paths_of(capped) == ["/movie/{movie_id}/credits"]
+
+
+def test_an_untyped_name_gets_the_resource_whose_consumers_rank_best():
+    ranking = ApiRanking("/genre/list", "/collection/{collection_id}/images", "/movie/{movie_id}/credits")
+    out = run(expander(retriever=ranking), "pictures of Star Wars please", "/genre/list")
+    assert paths_of(out)[:3] == ["/genre/list", "/search/collection", "/collection/{collection_id}/images"]
+    owned = run(expander(retriever=ranking), "the credits of Star Wars's collection", "/genre/list")
+    assert "/search/collection" not in paths_of(owned)  # a possessive: the name is not the collection
+
+
+def test_named_spans_and_what_types_them():
+    spans = named_spans('movies directed by Sofia Coppola, the movie "Twilight" and a TV show called House of Cards')
+    assert [(s.text, s.before) for s in spans] == [
+        ("Twilight", ["the", "movie"]), ("Sofia Coppola", ["directed", "by"]), ("House of Cards", ["tv", "show"])]
+    owner = named_spans("give me some reviews of Cate Blanchett's latest TV show")[0]
+    assert (owner.text, owner.owned) == ("Cate Blanchett", ["latest", "tv", "show"])
+    assert [s.text for s in named_spans("Who directed more movies, Akira Kurosawa or Spielberg?")] == [
+        "Akira Kurosawa", "Spielberg"]
+    assert named_spans("Who is it, Akira Kurosawa?")[0].before == []  # never across a comma
 
 
 def test_names_something():

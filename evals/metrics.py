@@ -14,7 +14,8 @@ Definitions (binary relevance; a ranking is deduplicated endpoints, best first):
 - hidden-step recovery@k: 1.0 when every gold call before the last is in the top k (the calls a
   question hides); None for single-call queries;
 - ordered-pair accuracy: over the gold pairs (a called before b, a != b), the share the plan
-  holds both of, a first; a pair the plan lacks counts as wrong; None without pairs;
+  holds both of, a first; a pair the plan lacks counts as wrong; None without pairs; pair order
+  accuracy: the same over the pairs the plan holds both calls of (order alone);
 - edge recall: over the id parameters of the gold calls after the first, the share for which
   the dependency graph names an earlier gold call among the producers.
 
@@ -89,6 +90,16 @@ def ordered_pair_accuracy(plan: Sequence[Hashable], gold_in_order: Sequence[Hash
     position = {step: i for i, step in reversed(list(enumerate(plan)))}  # first occurrence
     right = sum(1 for a, b in pairs if a in position and b in position and position[a] < position[b])
     return right / len(pairs)
+
+
+def pair_order_accuracy(plan: Sequence[Hashable], gold_in_order: Sequence[Hashable]) -> float | None:
+    """Order alone: share of the gold pairs whose calls are both in the plan that it orders as
+    gold does; None when no gold pair is in the plan."""
+    position = {step: i for i, step in reversed(list(enumerate(plan)))}
+    present = [(a, b) for a, b in gold_pairs(gold_in_order) if a in position and b in position]
+    if not present:
+        return None
+    return sum(position[a] < position[b] for a, b in present) / len(present)
 
 
 def edge_hits(steps: Sequence[tuple[Hashable, dict[str, set]]]) -> tuple[int, int]:
@@ -198,6 +209,8 @@ class QueryMetrics(BaseModel):
                                                                   "None for single-call queries")
     plan_pair_accuracy: float | None = Field(None, description="gold call pairs in the plan in gold order; None "
                                                                "without pairs")
+    plan_order_accuracy: float | None = Field(None, description="the same over the pairs the plan holds both "
+                                                                "calls of; None when it holds none")
 
 
 class GoldGraph(BaseModel):

@@ -20,7 +20,8 @@ STAGES = ("select", "expand", "search", "refs", "assemble", "total")
 SCORE_COLUMNS = {"selection_accuracy": "API acc", "selection_precision": "API prec", "recall_at_5": "R@5",
                  "recall_at_10": "R@10", "all_found_at_10": "all@10", "mrr": "MRR", "ndcg_at_10": "nDCG@10",
                  "completeness": "complete", "closure_complete": "closure ok",
-                 "hidden_recovery_at_10": "hidden@10", "plan_pair_accuracy": "plan pairs"}
+                 "hidden_recovery_at_10": "hidden@10", "plan_pair_accuracy": "plan pairs",
+                 "plan_order_accuracy": "plan order"}
 
 
 class RetrievedChunk(BaseModel):
@@ -132,7 +133,8 @@ def _scores_table(run: EvalRun) -> list[str]:
 def _graph_table(run: EvalRun) -> list[str]:
     rows = [[name, _num(s.edge_recall), str(s.edge_total), _num(s.producers_per_param)] for name, s in run.rows()]
     note = ("`hidden@10`: every gold call before the last in the top 10 (multi-call queries). `plan pairs`: gold call "
-            "pairs in the plan in gold order (a missing call counts wrong). Edge recall: id parameters of gold calls "
+            "pairs in the plan in gold order (a missing call counts wrong); `plan order`: the same over the pairs the plan "
+            "holds (order alone). Edge recall: id parameters of gold calls "
             "after the first whose producers include an earlier gold call.")
     return ["## Multi-step", "", note, "", *_table(["set", "edge recall", "id params", "producers/param"], rows)]
 

@@ -81,7 +81,7 @@ def _run_one(query: EvalQuery, engine: ContextSource, lookup: ChunkLookup,
     except Exception as exc:  # noqa: BLE001 -- any failure is recorded and scored 0, never dropped
         base.error = f"{type(exc).__name__}: {exc}"
         multi = 0.0 if len(m.gold_pairs([e.key() for e in query.endpoints])) else None
-        base.metrics = m.QueryMetrics(hidden_recovery_at_10=multi, plan_pair_accuracy=multi)
+        base.metrics = m.QueryMetrics(hidden_recovery_at_10=multi, plan_pair_accuracy=multi, plan_order_accuracy=multi)
         base.latency_ms = {"total": (time.perf_counter() - start) * 1000}
         return base, set()
 
@@ -121,6 +121,7 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
             closure_complete=complete,
             hidden_recovery_at_10=m.hidden_step_recovery_at_k(ranking, gold_seq, 10),
             plan_pair_accuracy=m.ordered_pair_accuracy(plan, gold_seq),
+            plan_order_accuracy=m.pair_order_accuracy(plan, gold_seq),
         ),
         plan=[f"{e.method} {e.path}" for e in plan],
         graph=_gold_graph(query, lookup),

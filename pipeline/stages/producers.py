@@ -9,8 +9,8 @@ stored on the chunk at ingest). Each is scored from general signals, no word of 
 - the edge's own strength (a stated link or an exact field name beats a type guess);
 - it needs no id itself (a list or a lookup ends the chain; RESTler's producers first);
 - the question names something (a quoted title, a capitalised name) and the producer takes
-  free text: a lookup turns that name into the id; when it names nothing, a producer that
-  takes no input (a list) fits better;
+  free text: a lookup turns that name into the id; when it names nothing, a ``GET`` that takes
+  no input (a list) fits better than a call that changes something;
 - how high the retriever ranks it within the API for the question.
 
 The chosen producer is itself checked (chains: ``/search/collection`` -> ``/collection/{id}``
@@ -193,7 +193,8 @@ class _Placement:
         params = decode_params(hit.node.metadata.get("params"))
         needs_id = any(p.id_like for p in params)
         takes_text = any(p.text and p.location == "query" for p in params)
-        fits = takes_text if self.names else not params
+        reads = str(hit.node.metadata.get("method", "GET")).upper() == "GET"
+        fits = takes_text if self.names else (not params and reads)  # a list: a GET that takes nothing
         return (edge.score + self.cfg.self_sufficient_weight * (not needs_id) + self.cfg.lookup_weight * fits
                 + self.cfg.relevance_weight * self._relevance(edge.producer))
 

@@ -141,6 +141,14 @@ def test_ordered_pair_accuracy():
     assert ordered_pair_accuracy(["a"], ["a"]) is None
 
 
+def test_pair_order_accuracy_reads_only_the_pairs_the_plan_holds():
+    from evals.metrics import pair_order_accuracy
+
+    assert pair_order_accuracy(["a", "c"], ["a", "b", "c"]) == 1.0  # (a, c) in order; pairs with b not held
+    assert pair_order_accuracy(["c", "b", "a"], ["a", "b", "c"]) == 0.0
+    assert pair_order_accuracy(["x"], ["a", "b"]) is None
+
+
 def test_edge_hits():
     from evals.metrics import edge_hits
 

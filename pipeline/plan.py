@@ -1,10 +1,9 @@
 """Ordered plans: the operations a question needs, in call order, each with its budgeted
 context and where every parameter's value comes from.
 
-Built on a query's ranking, after producer expansion. The target is the best operation the
-retriever found itself (not one placed as a producer); when that one only finds ids (it needs
-none) and a later primary hit consumes them, the consumer is the target: the question asks for
-what the ids lead to. The target's parameters are bound to operations ranked above it that
+Built on a query's ranking, after producer expansion. The target is the first primary hit
+that takes an id which an operation ranked above it produces (the question asks for what the
+ids lead to), else the best operation the retriever found itself. The target's parameters are bound to operations ranked above it that
 produce them, those that need no id first, then the nearest (recursively); operations placed
 to use what a plan step finds are appended after it. Every parameter is bound to an earlier
 step's response field (``GET /search/movie -> results[].id -> {movie_id}``) or to the question.
@@ -22,6 +21,7 @@ from pipeline.stages.producers import step_label
 
 MIN_STEP_TOKENS = 300
 FROM_QUESTION = "from the question"
+FOLLOW_UP = "uses the "  # how producer expansion marks the call it adds after a lookup
 
 
 class ParamBinding(BaseModel):
@@ -60,21 +60,32 @@ def plan_operations(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[
                     primary: int = 5) -> list[str]:
     """Operation chunk ids of the plan, in call order (see the module docstring)."""
     ops = [cid for cid in ranking if cid in chunks and _is_operation(cid)]
-    found = [cid for cid in ops if cid not in reasons]
-    target = found[0] if found else (ops[0] if ops else None)
-    if target is None:
+    if not ops:
         return []
-    if not any(p.id_like for p in chunks[target].params):
-        consumer = next((c for c in found[1:] if c in ops[:primary] and
-                         any(e.producer == target for e in chunks[c].producers)), None)
-        target = consumer or target
+    target = _target(ops, chunks, reasons, primary)
     order: list[str] = []
     _with_producers(target, ops, chunks, order, set())
     for cid in ops:  # follow-ups: placed to use what a plan step finds
-        if cid not in order and cid in reasons and any(step_label(o) in reasons[cid] for o in order) \
-                and "uses the" in reasons[cid]:
+        if cid not in order and _follows(reasons.get(cid, ""), order):
             _with_producers(cid, ops, chunks, order, set())
     return order
+
+
+def _target(ops: list[str], chunks: dict[str, Chunk], reasons: dict[str, str], primary: int) -> str:
+    """The first primary hit that takes an id an operation above it produces (found by the
+    retriever or placed to use a lookup's result), else the first one the retriever found."""
+    for i, cid in enumerate(ops[:primary]):
+        if cid in reasons and not reasons[cid].startswith(FOLLOW_UP):
+            continue
+        above = set(ops[:i])
+        needs = {p.name for p in chunks[cid].params if p.id_like}
+        if any(e.param in needs and e.producer in above for e in chunks[cid].producers):
+            return cid
+    return next((cid for cid in ops if cid not in reasons), ops[0])
+
+
+def _follows(reason: str, order: list[str]) -> bool:
+    return reason.startswith(FOLLOW_UP) and any(step_label(o) in reason for o in order)
 
 
 def bindings(chunk: Chunk, earlier: list[str]) -> list[ParamBinding]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel
 
 from pipeline.cli.common import add_common, open_engine
 from pipeline.settings import Settings
@@ -43,37 +46,39 @@ def plan(args: argparse.Namespace, settings: Settings) -> int:
 
     _, engine = open_engine(args, settings, args.corpus)
     apis = [a.strip() for a in args.apis.split(",") if a.strip()] if args.apis else None
-    result = engine.plan(args.question, apis=apis, token_budget=args.token_budget)
-    print(result.model_dump_json(indent=2) if args.json else render_plan(result))
-    return 0
+    return _show(args, engine.plan(args.question, apis=apis, token_budget=args.token_budget), render_plan)
 
 
 def impact(args: argparse.Namespace, settings: Settings) -> int:
     _, engine = open_engine(args, settings, args.corpus)
-    report = engine.impact(args.api, args.schema)
-    if args.json:
-        print(report.model_dump_json(indent=2))
-        return 0
-    print(f"{len(report.operations)} operations of {report.api} use {report.schema_name} ({report.schema_id}):")
-    for op in report.operations:
-        via = " via " + " <- ".join(v.split(":", 1)[1] for v in op.via) if op.via else " directly"
-        print(f"  {op.method} {op.path}" + (f" ({op.operation_id})" if op.operation_id else "") + via)
-    return 0
+    return _show(args, engine.impact(args.api, args.schema), render_impact)
 
 
 def deps(args: argparse.Namespace, settings: Settings) -> int:
     _, engine = open_engine(args, settings, args.corpus)
-    report = engine.deps(args.api, args.operation)
-    if args.json:
-        print(report.model_dump_json(indent=2))
-        return 0
-    print(f"{report.method} {report.path}")
+    return _show(args, engine.deps(args.api, args.operation), render_deps)
+
+
+def _show(args: argparse.Namespace, result: BaseModel, render: Callable[[Any], str]) -> int:
+    print(result.model_dump_json(indent=2) if args.json else render(result))
+    return 0
+
+
+def render_impact(report) -> str:
+    lines = [f"{len(report.operations)} operations of {report.api} use {report.schema_name} ({report.schema_id}):"]
+    for op in report.operations:
+        via = " via " + " <- ".join(v.split(":", 1)[1] for v in op.via) if op.via else " directly"
+        lines.append(f"  {op.method} {op.path}" + (f" ({op.operation_id})" if op.operation_id else "") + via)
+    return "\n".join(lines)
+
+
+def render_deps(report) -> str:
+    lines = [f"{report.method} {report.path}"]
     for need in report.params:
         producers = [e for e in report.producers if e.param == need.name]
-        print(f"  {need.name} ({need.location}{', id' if need.id_like else ''}): " +
-              ("from the caller" if not producers else f"{len(producers)} producers"))
-        for edge in producers[:5]:
-            print(f"    {edge.label()}  [{edge.source.value} {edge.score:.2f}]")
+        lines.append(f"  {need.name} ({need.location}{', id' if need.id_like else ''}): " +
+                     ("from the caller" if not producers else f"{len(producers)} producers"))
+        lines += [f"    {edge.label()}  [{edge.source.value} {edge.score:.2f}]" for edge in producers[:5]]
     if report.consumers:
-        print(f"  its response feeds {len({e.consumer for e in report.consumers})} operations")
-    return 0
+        lines.append(f"  its response feeds {len({e.consumer for e in report.consumers})} operations")
+    return "\n".join(lines)

@@ -6,7 +6,9 @@ import json
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from pipeline.specs.files import safe_text
 
 from pipeline.graph.models import ApiGraph, DependencyEdge, ParamNeed
 
@@ -144,10 +146,17 @@ class ApiInfo(BaseModel):
     categories: list[str] = Field(default_factory=list, description="x-apisguru-categories")
     tag_descriptions: dict[str, str] = Field(default_factory=dict)
 
+    _safe_source = field_validator("source")(safe_text)
+
 
 class SkippedSpec(BaseModel):
+    """A file that was not ingested. Both texts are made safe for UTF-8 output (a file name's
+    undecodable bytes become ``\\xNN``), so a report always serialises."""
+
     file: str
     reason: str
+
+    _safe_texts = field_validator("file", "reason")(safe_text)
 
 
 class RefStats(BaseModel):
@@ -177,6 +186,7 @@ class ApiChunks(BaseModel):
     refs: RefStats
     graph: ApiGraph | None = Field(None, description="the call-dependency graph of the API's operations")
     unresolved_samples: list[str] = Field(default_factory=list, description="a few unresolved refs, for the report")
+    dropped: dict[str, int] = Field(default_factory=dict, description="elements left out, by reason (duplicate_id)")
 
 
 class IngestReport(BaseModel):
@@ -184,4 +194,5 @@ class IngestReport(BaseModel):
     specs_skipped: list[SkippedSpec] = Field(default_factory=list)
     chunks: dict[str, int] = Field(default_factory=dict)
     refs: RefStats = Field(default_factory=RefStats)
+    dropped: dict[str, int] = Field(default_factory=dict, description="elements left out of read specs, by reason")
     seconds: float = 0.0

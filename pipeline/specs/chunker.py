@@ -68,6 +68,7 @@ class SpecChunker:
         self.deps: list[OperationDeps] = []
         self.links: list[StatedLink] = []
         self.operation_ids: dict[str, str] = {}
+        self._graph_refs: dict[tuple[str, Path], tuple | None] = {}
 
     # ---- phase 1: where the chunks are ------------------------------------------------------
     def _register(self, frag: Fragment, tokens: tuple[str, ...]) -> None:
@@ -179,10 +180,13 @@ class SpecChunker:
         return graph
 
     def _resolve_for_graph(self, ref: str, base: Path):
-        target = self.src.resolve(ref, base)
-        if not isinstance(target, Resolved):
-            return None
-        return target.value, target.file, target.tokens[-1] if target.tokens else Path(target.file).stem
+        """Each operation's body walk meets the same refs again: each is resolved once per spec."""
+        key = (ref, base)
+        if key not in self._graph_refs:
+            target = self.src.resolve(ref, base)
+            self._graph_refs[key] = None if not isinstance(target, Resolved) else (
+                target.value, target.file, target.tokens[-1] if target.tokens else Path(target.file).stem)
+        return self._graph_refs[key]
 
     def _build(self, frag: Fragment) -> list[Chunk]:
         if frag.type is ChunkType.ENDPOINT:

@@ -21,19 +21,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.set_defaults(handler=plan)
 
-    p = sub.add_parser("impact", help="the operations that use a schema, directly or transitively")
-    p.add_argument("api", help="API id (file_id)")
-    p.add_argument("schema", help="schema name (e.g. User) or chunk id")
-    _corpus(p)
-    add_common(p)
-    p.set_defaults(handler=impact)
+    _api_command(sub, "impact", "the operations that use a schema, directly or transitively",
+                 "schema", "schema name (e.g. User) or chunk id", impact)
+    _api_command(sub, "deps", "an operation's parameters and the operations that produce them",
+                 "operation", "'GET /users/{id}', an operationId, or a chunk id", deps)
 
-    p = sub.add_parser("deps", help="an operation's parameters and the operations that produce them")
+
+def _api_command(sub: argparse._SubParsersAction, name: str, help: str, target: str, target_help: str,
+                 handler: Callable[[argparse.Namespace, Settings], int]) -> None:
+    p = sub.add_parser(name, help=help)
     p.add_argument("api", help="API id (file_id)")
-    p.add_argument("operation", help="'GET /users/{id}', an operationId, or a chunk id")
+    p.add_argument(target, help=target_help)
     _corpus(p)
     add_common(p)
-    p.set_defaults(handler=deps)
+    p.set_defaults(handler=handler)
 
 
 def _corpus(p: argparse.ArgumentParser) -> None:

@@ -15,14 +15,16 @@ from pydantic import BaseModel, Field, ValidationError
 from pipeline.context import Fallback
 from pipeline.errors import SpecragError
 
-from evals.metrics import LLMUsage, MetricSummary, QueryMetrics
+from evals.metrics import GoldGraph, LLMUsage, MetricSummary, QueryMetrics
 from evals.querysets import GoldEndpoint
 
 RESULTS_SCHEMA_VERSION = 1
 STAGES = ("select", "expand", "search", "refs", "assemble", "total")
 SCORE_COLUMNS = {"selection_accuracy": "API acc", "selection_precision": "API prec", "recall_at_5": "R@5",
                  "recall_at_10": "R@10", "all_found_at_10": "all@10", "mrr": "MRR", "ndcg_at_10": "nDCG@10",
-                 "completeness": "complete", "closure_complete": "closure ok"}
+                 "completeness": "complete", "closure_complete": "closure ok",
+                 "hidden_recovery_at_10": "hidden@10", "plan_pair_accuracy": "plan pairs",
+                 "plan_order_accuracy": "plan order"}
 
 
 class RetrievedChunk(BaseModel):
@@ -54,6 +56,8 @@ class QueryResult(BaseModel):
     fallbacks: list[Fallback] = Field(default_factory=list)
     llm: LLMUsage = Field(default_factory=LLMUsage)
     metrics: QueryMetrics = Field(default_factory=QueryMetrics)
+    plan: list[str] = Field(default_factory=list, description="the plan's calls in order ('METHOD path')")
+    graph: GoldGraph | None = Field(None, description="the dependency graph on the gold calls")
     error: str | None = None
 
     def failed(self) -> bool:
@@ -128,7 +132,7 @@ def render_report(run: EvalRun) -> str:
              f"- time: {info.timestamp}", f"- sets: {', '.join(info.sets) or '-'}",
              f"- corpus: {', '.join(info.corpus) or '-'}", f"- prompts: {', '.join(info.prompts) or '-'}",
              f"- versions: {', '.join(f'{k} {v}' for k, v in info.versions.items())}", ""]
-    lines += _scores_table(run) + _latency_table(run) + _cost_table(run) + _failures(run)
+    lines += _scores_table(run) + _graph_table(run) + _latency_table(run) + _cost_table(run) + _failures(run)
     return "\n".join(lines) + "\n"
 
 
@@ -145,6 +149,15 @@ def _scores_table(run: EvalRun) -> list[str]:
             "Context: `complete` = share of each found gold endpoint's $ref closure (depth 3) present, "
             "averaged over the `complete n` queries with a gold endpoint in the context (errors count as 0).")
     return ["## Retrieval", "", note, "", *_table(header, rows)]
+
+
+def _graph_table(run: EvalRun) -> list[str]:
+    rows = [[name, _num(s.edge_recall), str(s.edge_total), _num(s.producers_per_param)] for name, s in run.rows()]
+    note = ("`hidden@10`: every gold call before the last in the top 10 (multi-call queries). `plan pairs`: gold call "
+            "pairs in the plan in gold order (a missing call counts wrong); `plan order`: the same over the pairs the plan "
+            "holds (order alone). Edge recall: id parameters of gold calls "
+            "after the first whose producers include an earlier gold call.")
+    return ["## Multi-step", "", note, "", *_table(["set", "edge recall", "id params", "producers/param"], rows)]
 
 
 def _latency_table(run: EvalRun) -> list[str]:

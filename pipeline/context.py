@@ -52,6 +52,8 @@ class RetrievalStats(BaseModel):
                                description="the retriever's ranked candidates (up to 10); the first max_primary_results are the primary chunks")
     lookup_steps: list[str] = Field(default_factory=list,
                                     description="operations added to the ranking because another one needs their output")
+    step_reasons: dict[str, str] = Field(default_factory=dict,
+                                         description="added operation -> why, e.g. 'provides movie_id for GET /movie/{movie_id}'")
     intent: str | None = Field(None, description="endpoint, schema or errors when query analysis set a type filter")
     type_filter_relaxed: bool = False
     refs_followed: int = 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import logging
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from llama_index.core.base.response.schema import Response
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -39,6 +39,10 @@ from pipeline.stages.search import RANKING_DEPTH, SearchStage
 from pipeline.stages.synthesize import Synthesizer
 from pipeline.stages.timing import elapsed_ms
 
+if TYPE_CHECKING:
+    from pipeline.graph.queries import DepsReport, ImpactReport
+    from pipeline.plan import Plan
+
 logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 2000
 
@@ -55,8 +59,10 @@ class ApiQueryEngine(CustomQueryEngine):
                                                description="stage 3: postprocessors that reorder the ranking")
     references: ReferenceExpander = Field(description="the $ref closure of the primary chunks, within budgets")
     synthesizer: Optional[Synthesizer] = Field(None, description="answers with [Source N] when set")
+    decomposer: Optional[Any] = Field(None, description="splits a question into searches (agentic retrieval)")
     settings: Settings
     known_apis: frozenset[str] = Field(description="API ids a caller may name (complete in the index)")
+    graph: Optional[Any] = Field(None, exclude=True, description="GraphQueries: impact and deps over the index")
     _search: SearchStage = PrivateAttr()
 
     def model_post_init(self, __context: Any) -> None:
@@ -64,8 +70,9 @@ class ApiQueryEngine(CustomQueryEngine):
                                    query_analysis=self.settings.enable_query_analysis)
 
     def _get_prompt_modules(self) -> PromptMixinType:
-        """Every LLM stage's prompts, namespaced ``selector:``, ``expander:``, ``synthesizer:``."""
-        modules = {"selector": self.selector, "expander": self.expander, "synthesizer": self.synthesizer}
+        """Every LLM stage's prompts, namespaced ``selector:``, ``expander:``, ``synthesizer:``, ``decomposer:``."""
+        modules = {"selector": self.selector, "expander": self.expander, "synthesizer": self.synthesizer,
+                   "decomposer": self.decomposer}
         return {name: module for name, module in modules.items() if hasattr(module, "get_prompts")}
 
     # ---- queries --------------------------------------------------------------------------
@@ -108,6 +115,26 @@ class ApiQueryEngine(CustomQueryEngine):
             nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
                                                              query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
+
+    # ---- plans and graph queries ----------------------------------------------------------
+    def plan(self, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> "Plan":
+        """The operations the question needs in call order, each with its context and bindings."""
+        from pipeline.plan import build_plan
+
+        return build_plan(self, question, apis=apis, token_budget=token_budget)
+
+    def impact(self, api: str, schema: str) -> "ImpactReport":
+        """The operations that use ``schema`` of ``api``, directly or transitively."""
+        return self._graph_queries().impact(api, schema)
+
+    def deps(self, api: str, operation: str) -> "DepsReport":
+        """``operation``'s parameters, their producers, and the operations that consume its output."""
+        return self._graph_queries().deps(api, operation)
+
+    def _graph_queries(self):
+        if self.graph is None:
+            raise QueryError("this engine has no dependency graph (build it with pipeline.factory.build_engine)")
+        return self.graph
 
     # ---- helpers --------------------------------------------------------------------------
     @property
@@ -182,6 +209,7 @@ def retrieval_stats(warnings: list[str], selection: ApiSelection, expansion: Que
         expanded_query=expansion.expanded_query, original_terms=list(expansion.original_terms),
         added_terms=list(expansion.added_terms), dropped_terms=list(expansion.dropped_terms),
         ranking=list(search.ranking), lookup_steps=[s.chunk_id for s in search.added_steps],
+        step_reasons={s.chunk_id: s.reason for s in search.added_steps},
         intent=search.intent, type_filter_relaxed=search.type_filter_relaxed,
         refs_followed=refs.refs_followed, refs_missing=list(refs.refs_missing), refs_cut=list(refs.refs_cut),
         limits_hit=list(refs.limits_hit), truncated=refs.truncated,

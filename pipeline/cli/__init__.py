@@ -13,7 +13,7 @@ import argparse
 import logging
 import sys
 
-from pipeline.cli import evaluate, ingest, query, serve
+from pipeline.cli import evaluate, graph, ingest, query, serve
 from pipeline.cli.common import CommandParser, add_common, build_settings
 from pipeline.cli.output import cli_logging, reader_gone, safe_streams
 from pipeline.errors import SpecragError
@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")
     root.add_argument("--version", action="version", version=f"specrag {version}")
     sub = root.add_subparsers(dest="command", required=True, parser_class=CommandParser)
-    for module in (ingest, query, evaluate, serve):
+    for module in (ingest, query, graph, evaluate, serve):
         module.add_parsers(sub)
     add_bench_parser(sub, add_common)
     return root

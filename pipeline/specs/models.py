@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from pipeline.specs.files import safe_text
 
+from pipeline.graph.models import ApiGraph, DependencyEdge, ParamNeed
+
 
 class ChunkType(str, Enum):
     ENDPOINT = "endpoint"
@@ -44,6 +46,10 @@ class Chunk(BaseModel):
         description="chunk id -> the locations (JSON pointers inside this fragment) that reference it",
     )
     referenced_by: list[str] = Field(default_factory=list)
+    params: list[ParamNeed] = Field(default_factory=list, description="operations: parameters a caller must fill")
+    producers: list[DependencyEdge] = Field(default_factory=list,
+                                            description="operations: who can fill each id parameter, best first")
+    produces: list[str] = Field(default_factory=list, description="operations: resource types whose ids it returns")
 
     def metadata(self) -> dict[str, str | int | float | bool]:
         """Flat metadata, as Chroma accepts it; ``ref_ids``/``referenced_by``/``tags`` are JSON."""
@@ -60,6 +66,9 @@ class Chunk(BaseModel):
             "n_tokens": self.n_tokens,
             "ref_ids": json.dumps(self.ref_ids),  # insertion order = order of appearance in the spec
             "referenced_by": json.dumps(self.referenced_by),
+            "params": json.dumps([p.model_dump(mode="json") for p in self.params]),
+            "producers": json.dumps([e.model_dump(mode="json", exclude={"consumer"}) for e in self.producers]),
+            "produces": json.dumps(self.produces),
         }
 
     @classmethod
@@ -82,6 +91,9 @@ class Chunk(BaseModel):
             n_tokens=int(metadata.get("n_tokens", 0) or 0),
             ref_ids=_json_or(metadata.get("ref_ids"), {}, dict),
             referenced_by=_json_or(metadata.get("referenced_by"), [], list),
+            params=decode_params(metadata.get("params")),
+            producers=decode_producers(chunk_id, metadata.get("producers")),
+            produces=[str(r) for r in _json_or(metadata.get("produces"), [], list)],
         )
 
 
@@ -109,6 +121,24 @@ def decode_ref_ids(raw: Any) -> list[str]:
     """Chunk ids from a stored ``ref_ids`` value; malformed metadata means no refs."""
     value = _json_or(raw, {}, dict) if not isinstance(raw, list) else {str(x): [] for x in raw}
     return [k for k in value if isinstance(k, str)]
+
+
+def decode_params(raw: Any) -> list[ParamNeed]:
+    """Stored ``params`` metadata; malformed entries are dropped, never an error."""
+    return [p for item in _json_or(raw, [], list) if (p := _valid(ParamNeed, item)) is not None]
+
+
+def decode_producers(consumer: str, raw: Any) -> list[DependencyEdge]:
+    """Stored ``producers`` metadata of operation ``consumer``; malformed entries are dropped."""
+    items = [{**item, "consumer": consumer} for item in _json_or(raw, [], list) if isinstance(item, dict)]
+    return [e for item in items if (e := _valid(DependencyEdge, item)) is not None]
+
+
+def _valid(model: type[BaseModel], item: Any) -> Any:
+    try:
+        return model.model_validate(item)
+    except ValueError:
+        return None
 
 
 class ApiInfo(BaseModel):
@@ -164,6 +194,7 @@ class ApiChunks(BaseModel):
     api: ApiInfo
     chunks: list[Chunk]
     refs: RefStats
+    graph: ApiGraph | None = Field(None, description="the call-dependency graph of the API's operations")
     unresolved_samples: list[str] = Field(default_factory=list, description="a few unresolved refs, for the report")
     dropped: dict[str, int] = Field(default_factory=dict, description="elements left out, by reason (duplicate_id)")
 

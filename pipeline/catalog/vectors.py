@@ -29,7 +29,7 @@ def catalog_vectors(catalog: Catalog, embed_model, model_id: str, catalog_dir: P
                 return cached["vectors"]
         except (OSError, ValueError, KeyError):
             logger.warning("ignoring unreadable %s", path)
-    from pipeline.index.builder import embed_sorted
+    from pipeline.index.vector_reuse import embed_sorted
 
     vectors = np.asarray(embed_sorted(embed_model, [entry_text(e) for e in catalog.apis]), dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)

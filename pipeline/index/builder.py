@@ -107,6 +107,7 @@ class IndexBuilder:
         if rows is not None and self.store.manifest is None and self.store.damage:
             rows.delete_others({a.api.file_id for a in apis} | set(keep))  # the lost manifest listed them
         new = self._store_changed(manifest, todo, digests, sources, rows, report, progress)
+        self.store.close_chroma()  # written: the local generation is next, without Chroma's index in memory
         t0 = time.perf_counter()
         changed = {a.api.file_id for a in todo}
         kept = sorted({a.api.file_id for a in apis} - changed | set(keep))

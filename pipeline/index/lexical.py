@@ -13,7 +13,7 @@ returns filtered-out hits at score 0, and bm25s scores every document of the cor
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import bm25s
 import numpy as np
@@ -59,11 +59,14 @@ class Postings:
     def __init__(self, vocab: list[str], ptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, doc_len: np.ndarray):
         self.vocab = vocab
         self.ptr, self.rows, self.tf, self.doc_len = ptr, rows, tf, doc_len
-        self._term_id = {term: i for i, term in enumerate(vocab)}
         n = len(doc_len)
         self.avg_len = float(doc_len.mean()) if n else 1.0
         df = np.diff(ptr).astype(np.float64)
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32) if n else np.zeros(0, np.float32)
+
+    @cached_property
+    def _term_id(self) -> dict[str, int]:
+        return {term: i for i, term in enumerate(self.vocab)}
 
     def term_ids(self, terms: list[str]) -> list[int]:
         """Known terms only, repeats kept (a repeated query word counts twice, as in bm25s)."""

@@ -10,7 +10,7 @@ matrix-vector product over it). Everything else stays memory-mapped until a quer
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +42,6 @@ class LocalIndex:
         for t, kind in enumerate(TYPE_ORDER):
             start, end = header.blocks[kind]
             self._type_of[start:end] = t
-        self._position = {chunk_id: row for row, chunk_id in enumerate(pack.ids)}
         a = pack.arrays
         self.postings = Postings(pack.vocab, a["post_ptr"], a["post_rows"], a["post_tf"], np.asarray(a["doc_len"]))
         self._hot: np.ndarray | None = None
@@ -51,6 +50,11 @@ class LocalIndex:
     @classmethod
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
         return cls(Pack.open(folder, verify=verify))
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        """Row of each chunk id (built on the first lookup: a build that only copies rows never needs it)."""
+        return {chunk_id: row for row, chunk_id in enumerate(self.pack.ids)}
 
     @property
     def vectors(self) -> np.ndarray | None:

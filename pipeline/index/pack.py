@@ -116,10 +116,30 @@ class Pack:
         offsets = self.arrays["chunk_offsets"]
         return zlib.decompress(self._records[offsets[row]:offsets[row + 1]].tobytes())
 
-    def raw_record(self, start: int, end: int) -> bytes:
-        """The compressed bytes of rows [start, end), for copying into the next generation."""
+    def copy_records(self, start: int, end: int, out) -> int:
+        """Append the compressed records of rows [start, end) to ``out``; bytes written."""
         offsets = self.arrays["chunk_offsets"]
-        return self._records[offsets[start]:offsets[end]].tobytes()
+        return _copy_range(self.folder / "chunks.bin", int(offsets[start]), int(offsets[end]), out)
+
+    def copy_vectors(self, start: int, end: int, out) -> int:
+        """Append the float16 vectors of rows [start, end) to ``out`` (file reads: the page
+        cache carries the copy, not this process's memory)."""
+        row = self.header.dim * 2
+        return _copy_range(self.folder / "vectors.npy", self.vectors.offset + start * row,
+                           self.vectors.offset + end * row, out)
+
+
+def _copy_range(path: Path, start: int, end: int, out, block: int = 1 << 22) -> int:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        left = end - start
+        while left > 0:
+            data = fh.read(min(block, left))
+            if not data:
+                raise IndexDamagedError(f"{path} ended early")
+            out.write(data)
+            left -= len(data)
+    return end - start
 
 
 def read_header(folder: Path) -> PackHeader:

@@ -9,6 +9,7 @@ import os
 import shutil
 import zlib
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,20 +51,22 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
     tmp.mkdir(parents=True)
     ids: list[str] = [""] * n
     ordinal, embed_hash = np.zeros(n, np.int32), np.zeros(n, np.uint64)
-    vectors = np.lib.format.open_memmap(tmp / "vectors.npy", mode="w+", dtype=np.float16, shape=(n, dim)) if dim else None
     offsets = np.zeros(n + 1, np.int64)
-    with open(tmp / "chunks.bin", "wb") as records:
+    with open(tmp / "chunks.bin", "wb") as records, (open(tmp / "vectors.npy", "wb") if dim else nullcontext()) as vectors:
+        if dim:
+            np.lib.format.write_array_header_1_0(vectors, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float16)),
+                                                           "fortran_order": False, "shape": (n, dim)})
         for span in spans:
             rows = slice(span.start, span.end)
             if span.old is not None:
                 s, e = span.old
                 ids[rows] = old.ids[s:e]
                 ordinal[rows], embed_hash[rows] = old.arrays["ordinal"][s:e], old.arrays["embed_hash"][s:e]
-                if vectors is not None:
-                    vectors[rows] = old.vectors[s:e]
+                if dim:
+                    old.copy_vectors(s, e, vectors)
                 old_offsets = old.arrays["chunk_offsets"]
                 offsets[span.start + 1:span.end + 1] = old_offsets[s + 1:e + 1] - old_offsets[s] + offsets[span.start]
-                records.write(old.raw_record(s, e))
+                old.copy_records(s, e, records)
                 continue
             api, positions = span.new
             for row, i in zip(range(span.start, span.end), positions):
@@ -71,11 +74,8 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
                 records.write(data)
                 offsets[row + 1] = offsets[row] + len(data)
                 ids[row], ordinal[row], embed_hash[row] = api.chunks[i].id, i, api.embed_hashes[i]
-            if vectors is not None:
-                vectors[rows] = _unit(api.vectors[positions]).astype(np.float16)
-    if vectors is not None:
-        vectors.flush()
-        del vectors
+            if dim:
+                vectors.write(_unit(api.vectors[positions]).astype(np.float16).tobytes())
     vocab, post = _postings(old, spans, n, retokenize)
     for name, array in (("ordinal", ordinal), ("embed_hash", embed_hash), ("chunk_offsets", offsets), *post.items()):
         np.save(tmp / f"{name}.npy", array)
@@ -118,25 +118,29 @@ def _plan(old: Pack | None, keep: list[str], new: list[NewApi]):
 
 
 def _postings(old: Pack | None, spans: list[_Span], n: int, retokenize: bool):
-    """Postings of the new generation: copied (rows renumbered) for old spans, tokenized for new."""
+    """Postings of the new generation: copied (rows renumbered) for old spans, tokenized for new.
+
+    Old postings stay in term order (the vocabulary keeps their relative order and row numbers
+    only shift), so a stable sort by term appends the new rows' postings after them."""
     vocab: list[str] = []
     parts_rows, parts_terms, parts_tf = [], [], []
     doc_len = np.zeros(n, np.int32)
     old_spans = [s for s in spans if s.old is not None]
     if old is not None and old_spans and not retokenize:
-        row_map = np.full(old.header.n_rows, -1, np.int64)
+        row_map = np.full(old.header.n_rows, -1, np.int32)
         for s in old_spans:
-            row_map[s.old[0]:s.old[1]] = np.arange(s.start, s.end)
+            row_map[s.old[0]:s.old[1]] = np.arange(s.start, s.end, dtype=np.int32)
             doc_len[s.start:s.end] = old.arrays["doc_len"][s.old[0]:s.old[1]]
-        ptr = old.arrays["post_ptr"]
-        terms = np.repeat(np.arange(len(old.vocab), dtype=np.int64), np.diff(ptr))
         rows = row_map[old.arrays["post_rows"]]
         kept = rows >= 0
-        used, term_ids = np.unique(terms[kept], return_inverse=True)
+        term_of = np.repeat(np.arange(len(old.vocab), dtype=np.int32), np.diff(old.arrays["post_ptr"]))
+        counts = np.bincount(term_of[kept], minlength=len(old.vocab))
+        used = np.flatnonzero(counts)
         vocab = [old.vocab[i] for i in used]
         parts_rows.append(rows[kept])
-        parts_terms.append(term_ids.astype(np.int64))
-        parts_tf.append(np.asarray(old.arrays["post_tf"])[kept].astype(np.int64))
+        parts_terms.append(np.repeat(np.arange(len(used), dtype=np.int32), counts[used]))
+        parts_tf.append(np.asarray(old.arrays["post_tf"])[kept])
+        del rows, kept, row_map, term_of
     term_id = {t: i for i, t in enumerate(vocab)}
     fresh = [s for s in spans if s.old is None or retokenize]
     texts, rows_of = [], []
@@ -153,17 +157,17 @@ def _postings(old: Pack | None, spans: list[_Span], n: int, retokenize: bool):
         for term, count in Counter(tokens).items():
             rows_l.append(row)
             terms_l.append(term_id.setdefault(term, len(term_id)))
-            tf_l.append(count)
+            tf_l.append(min(count, 65535))
     vocab = list(term_id)
-    parts_rows.append(np.asarray(rows_l, np.int64))
-    parts_terms.append(np.asarray(terms_l, np.int64))
-    parts_tf.append(np.asarray(tf_l, np.int64))
-    rows, terms, tf = (np.concatenate(p) for p in (parts_rows, parts_terms, parts_tf))
-    order = np.lexsort((rows, terms))
+    parts_rows.append(np.asarray(rows_l, np.int32))
+    parts_terms.append(np.asarray(terms_l, np.int32))
+    parts_tf.append(np.asarray(tf_l, np.uint16))
+    terms = np.concatenate(parts_terms)
+    order = np.argsort(terms, kind="stable")
     ptr = np.zeros(len(vocab) + 1, np.int64)
     np.cumsum(np.bincount(terms, minlength=len(vocab)), out=ptr[1:])
-    return vocab, {"post_ptr": ptr, "post_rows": rows[order].astype(np.int32),
-                   "post_tf": np.minimum(tf[order], 65535).astype(np.uint16), "doc_len": doc_len}
+    return vocab, {"post_ptr": ptr, "post_rows": np.concatenate(parts_rows)[order],
+                   "post_tf": np.concatenate(parts_tf)[order], "doc_len": doc_len}
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:

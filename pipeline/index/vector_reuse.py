@@ -52,21 +52,21 @@ class VectorSource:
         self.model = model
         self._known: dict[int, np.ndarray] = {}
         self._previous = previous if previous is not None and previous.vectors is not None else None
-        self._previous_rows: dict[int, int] | None = None
+        self._order: np.ndarray | None = None  # rows of the previous index sorted by embed hash
         self.embedded = self.reused = 0
         self.embed_seconds = 0.0
 
     def missing(self, hashes: list[int]) -> list[int]:
         """Hashes of ``hashes`` that no source has (after looking in the previous index)."""
-        rows = self._rows_of_previous()
         out = []
         for h in dict.fromkeys(hashes):
             if h in self._known:
                 continue
-            if h in rows:
-                self._known[h] = np.asarray(self._previous.vectors[rows[h]], dtype=np.float32)
-            else:
+            row = self._previous_row(h)
+            if row is None:
                 out.append(h)
+            else:
+                self._known[h] = np.asarray(self._previous.vectors[row], dtype=np.float32)
         return out
 
     def offer(self, hashes: list[int], vectors) -> None:
@@ -86,10 +86,11 @@ class VectorSource:
         self.reused += len(chunks) - len(texts)
         return np.stack([self._known[h] for h in hashes]) if hashes else np.zeros((0, 0), np.float32)
 
-    def _rows_of_previous(self) -> dict[int, int]:
-        if self._previous_rows is None:
-            self._previous_rows = {}
-            if self._previous is not None:
-                hashes = np.asarray(self._previous.pack.arrays["embed_hash"])
-                self._previous_rows = dict(zip(hashes.tolist(), range(len(hashes))))
-        return self._previous_rows
+    def _previous_row(self, h: int) -> int | None:
+        if self._previous is None:
+            return None
+        hashes = self._previous.pack.arrays["embed_hash"]
+        if self._order is None:
+            self._order = np.argsort(hashes, kind="stable")
+        i = int(np.searchsorted(hashes, np.uint64(h), sorter=self._order))
+        return int(self._order[i]) if i < len(hashes) and int(hashes[self._order[i]]) == h else None

@@ -5,6 +5,7 @@
     ├── CorpusError          a corpus-level problem: missing path, file_id collision
     ├── IndexNotBuiltError   a query before `specrag index` ran for that corpus
     ├── IndexDamagedError    an index file is missing, truncated or altered (`specrag index` repairs it)
+    │   └── IndexFormatError an index written by another version of specrag (`specrag index` rebuilds it)
     ├── IndexBusyError       another `specrag index` holds the corpus's index lock
     ├── ChromaUnavailableError  the Chroma server (SPECRAG_CHROMA_HOST) or store cannot be reached
     ├── LLMStageError        an LLM stage gave no usable answer (carries the fallback reason)
@@ -30,6 +31,10 @@ class IndexNotBuiltError(SpecragError):
 
 class IndexDamagedError(SpecragError):
     """An index file is missing, truncated or fails its checksum; the next `specrag index` repairs it."""
+
+
+class IndexFormatError(IndexDamagedError):
+    """The index was written in another format; `specrag index` rebuilds it."""
 
 
 class IndexBusyError(SpecragError):

@@ -54,26 +54,36 @@ class ChromaRows:
         pairs = [(h, v) for h, v in pairs if h in wanted]
         return [h for h, _ in pairs], [v for _, v in pairs]
 
-    def replace_api(self, api: ApiChunks, vectors: np.ndarray, hashes: list[int], batch_size: int,
-                    after_first_batch: Callable[[], None] | None = None) -> None:
-        fid = api.api.file_id
-        metadatas = [{"source_file": fid, "type": c.type.value, "embed_hash": hash_hex(h)}
-                     for c, h in zip(api.chunks, hashes)]
-        keep: set[str] = set()
-        if not self.empty:
-            got = self._call(lambda: self._collection.get(where={"source_file": fid}, include=["metadatas"]))
-            have = {cid: (m or {}).get("embed_hash") for cid, m in zip(got["ids"], got["metadatas"] or [])}
-            wanted = {c.id: m["embed_hash"] for c, m in zip(api.chunks, metadatas)}
-            keep = {cid for cid, h in have.items() if wanted.get(cid) == h}
-            if stale := [cid for cid in have if cid not in keep]:
-                self._call(lambda: self._collection.delete(ids=stale))
-        todo = [i for i, c in enumerate(api.chunks) if c.id not in keep]
-        for n, start in enumerate(range(0, len(todo), batch_size)):
-            part = todo[start:start + batch_size]
-            self._call(lambda: self._collection.add(ids=[api.chunks[i].id for i in part],
-                                                    embeddings=vectors[part], metadatas=[metadatas[i] for i in part]))
-            if n == 0 and after_first_batch is not None:
-                after_first_batch()
+    def replace_group(self, apis: list[ApiChunks], vectors: list[np.ndarray], hashes: list[list[int]],
+                      batch_size: int, after_first_batch_of: tuple[int, Callable[[], None]] | None = None) -> None:
+        """Replace the rows of ``apis``: rows whose id and embed text are unchanged stay; the rest
+        are deleted and added in batches of ``batch_size``. ``after_first_batch_of`` (i, hook):
+        call hook after the first batch that holds rows of ``apis[i]`` (a test's kill point)."""
+        ids, embeddings, metadatas, owners = [], [], [], []
+        for n, (api, api_vectors, api_hashes) in enumerate(zip(apis, vectors, hashes)):
+            fid = api.api.file_id
+            wanted = {c.id: hash_hex(h) for c, h in zip(api.chunks, api_hashes)}
+            keep: set[str] = set()
+            if not self.empty:
+                got = self._call(lambda: self._collection.get(where={"source_file": fid}, include=["metadatas"]))
+                have = {cid: (m or {}).get("embed_hash") for cid, m in zip(got["ids"], got["metadatas"] or [])}
+                keep = {cid for cid, h in have.items() if wanted.get(cid) == h}
+                if stale := [cid for cid in have if cid not in keep]:
+                    self._call(lambda: self._collection.delete(ids=stale))
+            for i, chunk in enumerate(api.chunks):
+                if chunk.id not in keep:
+                    ids.append(chunk.id)
+                    embeddings.append(api_vectors[i])
+                    metadatas.append({"source_file": fid, "type": chunk.type.value, "embed_hash": wanted[chunk.id]})
+                    owners.append(n)
+        hooked = after_first_batch_of is None
+        for start in range(0, len(ids), batch_size):
+            end = start + batch_size
+            self._call(lambda: self._collection.add(ids=ids[start:end], embeddings=np.asarray(embeddings[start:end]),
+                                                    metadatas=metadatas[start:end]))
+            if not hooked and after_first_batch_of[0] in owners[start:end]:
+                hooked = True
+                after_first_batch_of[1]()
 
 
 def _rows(embeddings) -> list:

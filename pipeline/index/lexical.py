@@ -73,25 +73,19 @@ class Postings:
         return [self._term_id[t] for t in terms if t in self._term_id]
 
     def score(self, term_ids: list[int], allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, scores > 0) of the rows where ``allowed`` (a bool mask over rows) is set."""
-        parts_rows, parts_scores = [], []
+        """(rows, scores > 0) of the rows where ``allowed`` (a bool mask over rows) is set.
+
+        Summed in float32 in query-term order into one array over all rows, as bm25s does."""
+        totals = np.zeros(len(self.doc_len), dtype=np.float32)
         for t in term_ids:
             start, end = self.ptr[t], self.ptr[t + 1]
             rows = self.rows[start:end]
             keep = allowed[rows]
-            if not keep.any():
-                continue
             rows, tf = rows[keep], self.tf[start:end][keep].astype(np.float32)
             norm = (K1 * ((1 - B) + B * self.doc_len[rows] / self.avg_len)).astype(np.float32)
-            parts_rows.append(rows)
-            parts_scores.append(self.idf[t] * (tf / (norm + tf)))
-        if not parts_rows:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        rows = np.concatenate(parts_rows)
-        unique, inverse = np.unique(rows, return_inverse=True)
-        scores = np.zeros(len(unique), dtype=np.float32)
-        np.add.at(scores, inverse, np.concatenate(parts_scores))
-        return unique, scores
+            np.add.at(totals, rows, self.idf[t] * (tf / (norm + tf)))
+        hit = np.flatnonzero(totals)
+        return hit, totals[hit]
 
 
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:

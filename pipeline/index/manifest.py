@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pipeline.errors import IndexDamagedError
+from pipeline.errors import IndexDamagedError, IndexFormatError
 from pipeline.versions import package_versions
 
 MANIFEST_NAME = "manifest.json"
@@ -86,11 +86,12 @@ def load_manifest(data_dir: Path) -> Manifest | None:
         manifest = Manifest.model_validate_json(raw)
     except (ValueError, ValidationError) as exc:
         if _format_of(raw) not in (None, FORMAT_VERSION):
-            raise IndexDamagedError(f"{path} was written by another version of specrag (format "
+            raise IndexFormatError(f"{path} was written by another version of specrag (format "
                                     f"{_format_of(raw)}, this one reads {FORMAT_VERSION})") from exc
         raise IndexDamagedError(f"{path} is truncated or invalid ({len(raw)} bytes)") from exc
     if manifest.format_version != FORMAT_VERSION:
-        raise IndexDamagedError(f"{path} has format {manifest.format_version}, this version reads {FORMAT_VERSION}")
+        raise IndexFormatError(f"{path} was written by another version of specrag (format "
+                               f"{manifest.format_version}, this one reads {FORMAT_VERSION})")
     return manifest
 
 

@@ -78,10 +78,16 @@ class Pack:
 
     def __init__(self, folder: Path, header: PackHeader, arrays: dict[str, np.ndarray], ids: list[str],
                  vocab: list[str], vectors: np.ndarray | None):
-        self.folder, self.header, self.arrays = folder, header, arrays
-        self.ids, self.vocab, self.vectors = ids, vocab, vectors
-        self._records = np.memmap(folder / "chunks.bin", dtype=np.uint8, mode="r") \
-            if (folder / "chunks.bin").stat().st_size else np.zeros(0, np.uint8)
+        self.folder, self.header = folder, header
+        # plain ndarray views of the maps: same lazily paged memory, without np.memmap's
+        # per-slice Python overhead (a query slices these a few hundred times)
+        self.arrays = {name: np.asarray(a) for name, a in arrays.items()}
+        self.ids, self.vocab = ids, vocab
+        self.vectors = np.asarray(vectors) if vectors is not None else None
+        self._vectors_offset = vectors.offset if vectors is not None else 0
+        records = folder / "chunks.bin"
+        self._records = np.asarray(np.memmap(records, dtype=np.uint8, mode="r")) if records.stat().st_size \
+            else np.zeros(0, np.uint8)
 
     @classmethod
     def open(cls, folder: Path, verify: bool = True) -> "Pack":
@@ -114,7 +120,7 @@ class Pack:
     def record(self, row: int) -> bytes:
         """The JSON of one stored chunk."""
         offsets = self.arrays["chunk_offsets"]
-        return zlib.decompress(self._records[offsets[row]:offsets[row + 1]].tobytes())
+        return zlib.decompress(self._records[offsets[row]:offsets[row + 1]])
 
     def copy_records(self, start: int, end: int, out) -> int:
         """Append the compressed records of rows [start, end) to ``out``; bytes written."""
@@ -125,8 +131,8 @@ class Pack:
         """Append the float16 vectors of rows [start, end) to ``out`` (file reads: the page
         cache carries the copy, not this process's memory)."""
         row = self.header.dim * 2
-        return _copy_range(self.folder / "vectors.npy", self.vectors.offset + start * row,
-                           self.vectors.offset + end * row, out)
+        return _copy_range(self.folder / "vectors.npy", self._vectors_offset + start * row,
+                           self._vectors_offset + end * row, out)
 
 
 def _copy_range(path: Path, start: int, end: int, out, block: int = 1 << 22) -> int:

@@ -23,7 +23,7 @@ from pathlib import Path
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
 
-from pipeline.errors import ChromaUnavailableError, IndexDamagedError
+from pipeline.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
 from pipeline.index.embeddings import build_embed_model, embed_model_id
 from pipeline.index.local import STUB, LocalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
@@ -51,6 +51,7 @@ class ChunkStore:
         self.manifest: Manifest | None = None
         self.local: LocalIndex | None = None
         self.damage = ""  # what was found broken on open (repair mode), else ''
+        self.outdated = ""  # the index is of another format (repair mode: it is rebuilt), else ''
         self.search_mode = LEXICAL
         self._served: frozenset[str] = frozenset()
         self._client = None
@@ -72,7 +73,7 @@ class ChunkStore:
 
     def reload(self, repair: bool = False) -> None:
         """Re-read the manifest and the local index (after a build, possibly by another process)."""
-        self.damage, self.local = "", None
+        self.damage, self.outdated, self.local = "", "", None
         for attempt in range(2):  # a build may switch generations between our two reads: read again
             try:
                 self.manifest = load_manifest(self.data_dir)
@@ -82,9 +83,13 @@ class ChunkStore:
                 if attempt == 0 and self._generation_moved():
                     continue
                 if not repair:
-                    raise IndexDamagedError(f"the index in {self.data_dir} is damaged: {exc}; run `specrag index` "
-                                            "on the same specs to repair it") from exc
-                self.damage = str(exc)
+                    what, fix = ("cannot be read", "rebuild") if isinstance(exc, IndexFormatError) else ("is damaged", "repair")
+                    raise type(exc)(f"the index in {self.data_dir} {what}: {exc}; run `specrag index` on the "
+                                    f"same specs to {fix} it") from exc
+                if isinstance(exc, IndexFormatError):
+                    self.manifest, self.outdated = None, str(exc)
+                else:
+                    self.damage = str(exc)
                 break
         self.search_mode = self._mode()
         self._served = frozenset(self._serveable())

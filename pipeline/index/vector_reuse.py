@@ -74,8 +74,9 @@ class VectorSource:
         for h, v in zip(hashes, vectors):
             self._known.setdefault(h, np.asarray(v, dtype=np.float32))
 
-    def vectors_for(self, chunks: list[Chunk], hashes: list[int]) -> np.ndarray:
-        """One row per chunk; texts no source has are embedded now, each distinct text once."""
+    def embed(self, chunks: list[Chunk], hashes: list[int]) -> None:
+        """Embed the texts of ``chunks`` that no source has, each distinct text once, in one
+        length-sorted pass; count the rest as reused."""
         texts = {h: embed_text(c) for c, h in zip(chunks, hashes) if h not in self._known}
         if texts:
             t0 = time.perf_counter()
@@ -84,6 +85,11 @@ class VectorSource:
             self.embed_seconds += time.perf_counter() - t0
             self.embedded += len(texts)
         self.reused += len(chunks) - len(texts)
+
+    def vectors_for(self, chunks: list[Chunk], hashes: list[int]) -> np.ndarray:
+        """One row per chunk (texts not embedded yet are embedded now)."""
+        if any(h not in self._known for h in hashes):
+            self.embed(chunks, hashes)
         return np.stack([self._known[h] for h in hashes]) if hashes else np.zeros((0, 0), np.float32)
 
     def _previous_row(self, h: int) -> int | None:

@@ -154,3 +154,18 @@ def test_two_index_runs_at_once(tmp_path):
     index_dir = corpus_settings(__import__("pipeline.settings").settings.Settings(data_dir=data), [EXAMPLES]).data_dir
     manifest = load_manifest(index_dir)
     assert not manifest.pending_ids() and [p.name for p in (index_dir / "local").iterdir()] == [manifest.local_dir]
+
+
+def test_index_of_an_older_format_is_rebuilt(cli):
+    assert cli("index", str(EXAMPLES))[0] == 0
+    expected = _answer(cli)
+    manifest = json.loads((cli.index_dir / "manifest.json").read_text())
+    (cli.index_dir / "manifest.json").write_text(json.dumps(manifest | {"format_version": 1}))
+    (cli.index_dir / "bm25" / "gen-3").mkdir(parents=True)  # what format 1 kept beside the manifest
+    _one_line_error(cli, "written by another version of specrag (format 1")
+    code, out, err = cli("index", str(EXAMPLES), "--json")
+    assert code == 0, err
+    run = json.loads(out)["index"]
+    assert "another format" in run["full_rebuild"] and run["apis_added"]
+    assert not (cli.index_dir / "bm25").exists()
+    assert _answer(cli) == expected

@@ -99,7 +99,10 @@ def plot_scaling(points: list[ScalePoint], path: Path) -> str:
     fig, axes = plt.subplots(1, len(measures), figsize=(4 * len(measures), 3.2))
     xs = [p.chunks for p in points]
     for ax, (field, title) in zip(axes, measures):
-        ax.plot(xs, [getattr(p, field) or 0 for p in points], marker="o")
+        ys = [getattr(p, field) or 0 for p in points]
+        ax.plot(xs, ys, marker="o")
+        for x, y, p in zip(xs, ys, points):
+            ax.annotate(p.label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         ax.set_title(title)
         ax.set_xlabel("chunks")
     fig.tight_layout()

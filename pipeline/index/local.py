@@ -24,6 +24,7 @@ from pipeline.specs.models import Chunk
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 HOT_TYPE = "endpoint"  # the block searched fleet-wide on every query (stage 1's endpoint evidence)
 RECORD_CACHE = 4096
+CONVERT_ROWS = 8192  # float16 rows converted per step outside the endpoint block (12 MB as float32)
 
 
 class LocalIndex:
@@ -96,19 +97,22 @@ class LocalIndex:
         query = np.asarray(embedding, dtype=np.float32)
         query /= max(float(np.linalg.norm(query)), 1e-12)
         rows = np.concatenate([np.arange(s, e) for s, e in spans])
-        sims = self._matrix(spans, rows) @ query
+        sims = np.concatenate([self._similarities(s, e, query) for s, e in spans])
         return self._hits(top_k(rows, sims, k), lambda s: math.exp(s - 1.0), hydrate)
 
-    def _matrix(self, spans: list[tuple[int, int]], rows: np.ndarray) -> np.ndarray:
-        """float32 rows to score: a view of the hot endpoint block when the spans lie in it."""
+    def _similarities(self, start: int, end: int, query: np.ndarray) -> np.ndarray:
+        """Cosines of rows [start, end): a view of the float32 endpoint block when they lie in it,
+        else float16 rows converted a block at a time (bounded memory for any selection)."""
         hot_start, hot_end = self.header.blocks[HOT_TYPE]
-        if all(hot_start <= s and e <= hot_end for s, e in spans):
+        if hot_start <= start and end <= hot_end:
             if self._hot is None:
                 self._hot = np.asarray(self.vectors[hot_start:hot_end], dtype=np.float32)
-            if len(spans) == 1:
-                return self._hot[spans[0][0] - hot_start:spans[0][1] - hot_start]
-            return self._hot[rows - hot_start]
-        return np.asarray(self.vectors[rows], dtype=np.float32)
+            return self._hot[start - hot_start:end - hot_start] @ query
+        out = np.empty(end - start, dtype=np.float32)
+        for first in range(start, end, CONVERT_ROWS):
+            last = min(end, first + CONVERT_ROWS)
+            out[first - start:last - start] = np.asarray(self.vectors[first:last], dtype=np.float32) @ query
+        return out
 
     def _hits(self, ranked: list[tuple[int, float]], scale, hydrate: bool) -> list[NodeWithScore]:
         make = self.node if hydrate else self._stub

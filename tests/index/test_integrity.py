@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
+from pipeline.factory import build_engine
 from pipeline.index.lock import IndexLock
 from pipeline.index.manifest import load_manifest
+from pipeline.settings import Settings
 from pipeline.workspace import corpus_settings
 
 from .fleet import MODEL_DIR
@@ -41,13 +43,12 @@ def cli(tmp_path, monkeypatch, capsys):
         return code, out, err
 
     run.data = data
-    run.index_dir = corpus_settings(__import__("pipeline.settings").settings.Settings(data_dir=data),
-                                    [EXAMPLES]).data_dir
+    run.index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).data_dir
     return run
 
 
-def _answer(cli, data_dir=None) -> list[str]:
-    code, out, err = cli("query", QUESTION, "--json", **({"data_dir": data_dir} if data_dir else {}))
+def _answer(cli) -> list[str]:
+    code, out, err = cli("query", QUESTION, "--json")
     assert code == 0, err
     ctx = json.loads(out)
     return [c["id"] for c in ctx["primary_chunks"]] + [c["id"] for c in ctx["referenced_chunks"]]
@@ -88,11 +89,27 @@ def _flip_byte(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.fixture(scope="module")
+def fresh_answer(tmp_path_factory):
+    """The answer of a fresh build of the same specs (built once for every damage case)."""
+    if not (MODEL_DIR / "model.onnx").is_file():
+        pytest.skip(f"local ONNX model folder {MODEL_DIR} is absent")
+    data = tmp_path_factory.mktemp("fresh")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPECRAG_EMBED_MODEL_PATH", str(MODEL_DIR))
+        for name in ("OPENAI_API_KEY", "SPECRAG_LLM_BASE_URL", "OPENAI_BASE_URL", "SPECRAG_CHROMA_HOST"):
+            mp.delenv(name, raising=False)
+        assert main(["index", str(EXAMPLES), "--data-dir", str(data), "--json"]) == 0
+        engine = build_engine(corpus_settings(Settings(data_dir=data), [EXAMPLES]))
+        ctx = engine.retrieve_context(QUESTION)
+    return [c.id for c in ctx.primary_chunks] + [c.id for c in ctx.referenced_chunks]
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_damage_is_one_line_then_repaired(cli, tmp_path, damage):
+def test_damage_is_one_line_then_repaired(cli, fresh_answer, damage):
     assert cli("index", str(EXAMPLES))[0] == 0
     expected = _answer(cli)
-    assert expected
+    assert expected == fresh_answer
     harm, needle = DAMAGE[damage]
     harm(cli)
     _one_line_error(cli, needle)
@@ -102,10 +119,7 @@ def test_damage_is_one_line_then_repaired(cli, tmp_path, damage):
     assert run["index"]["chunks_embedded"] == 0  # the vectors of record (Chroma) are reused
     if damage != "truncated catalog":
         assert run["index"]["damage"] and "damaged" in run["index"]["full_rebuild"]
-    assert _answer(cli) == expected
-    fresh = tmp_path / "fresh"
-    assert cli("index", str(EXAMPLES), data_dir=fresh)[0] == 0
-    assert _answer(cli, fresh) == expected
+    assert _answer(cli) == expected == fresh_answer
 
 
 def test_unreachable_chroma_server_is_one_line(cli, monkeypatch):
@@ -151,7 +165,7 @@ def test_two_index_runs_at_once(tmp_path):
     runs = [json.loads(out) for out, _ in results]
     embedded = sorted(r["index"]["chunks_embedded"] for r in runs)
     assert embedded[0] == 0 and embedded[1] > 0  # one built, the other found it built
-    index_dir = corpus_settings(__import__("pipeline.settings").settings.Settings(data_dir=data), [EXAMPLES]).data_dir
+    index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).data_dir
     manifest = load_manifest(index_dir)
     assert not manifest.pending_ids() and [p.name for p in (index_dir / "local").iterdir()] == [manifest.local_dir]
 

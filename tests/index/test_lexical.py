@@ -6,6 +6,7 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 import pytest
+import Stemmer
 
 from pipeline.index.lexical import document_terms, query_terms, split_identifiers
 from pipeline.index.local import LocalIndex
@@ -61,7 +62,7 @@ def test_scores_equal_bm25s(tmp_path, query):
     texts = [index.chunk(row).search_text for row in range(len(ids))]
     reference = bm25s.BM25()
     tokens = bm25s.tokenize([split_identifiers(t) for t in texts], stopwords="en",
-                            stemmer=__import__("Stemmer").Stemmer("english"), show_progress=False)
+                            stemmer=Stemmer.Stemmer("english"), show_progress=False)
     reference.index(tokens, show_progress=False)
     wanted = [reference.vocab_dict[t] for t in query_terms(query) if t in reference.vocab_dict]
     expected = reference.get_scores_from_ids(wanted) if wanted else np.zeros(len(ids))

@@ -56,7 +56,7 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     from pipeline.index.builder import IndexBuilder
     from pipeline.index.lock import IndexLock
     from pipeline.index.store import ChunkStore
-    from pipeline.specs.ingest import ingest_changed
+    from pipeline.specs.incremental import ingest_changed
     from pipeline.specs.sources import load_sources, save_sources
 
     start = time.perf_counter()

@@ -142,6 +142,7 @@ def add_bench_parser(sub: argparse._SubParsersAction, common) -> None:
                    help="scaling points: spec counts, 'all', and 'Nx' (N renamed copies of every spec)")
     p.add_argument("--plot", type=Path, default=None, help="scaling: write a PNG of the curves (needs matplotlib)")
     common(p)
+    p.set_defaults(handler=cmd_bench)
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.specs.loader import parse_bytes
+from pipeline.specs.limits import SpecLimits
+from pipeline.specs.loader import SpecSource
 
 EDIT_MARK = " (edited by specrag bench)"
 
@@ -85,7 +86,7 @@ def edit_one_spec(paths: list[Path], file_ids: set[str]) -> Path:
     if not files:
         raise ValueError("no indexed spec file found to edit")
     path = sorted(files, key=lambda p: (p.stat().st_size, str(p)))[len(files) // 2]
-    doc = parse_bytes(path.read_bytes(), path)
+    doc = SpecSource(path, SpecLimits.from_settings()).doc
     info = doc.setdefault("info", {})
     info["description"] = f"{info.get('description') or ''}{EDIT_MARK}"
     for item in (doc.get("paths") or {}).values():

@@ -41,10 +41,6 @@ class TTLCache(Generic[V]):
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    @classmethod
-    def from_settings(cls, settings) -> "TTLCache":  # settings: pipeline.settings.Settings
-        return cls(max_size=settings.llm_cache_size, ttl_s=settings.llm_cache_ttl_s)
-
     def get(self, key: tuple[str, ...]) -> V | None:
         with self._lock:
             entry = self._entries.get(key)

@@ -1,49 +1,21 @@
-"""KnowledgeContext: what a query returns, and the stats that explain how it was built."""
+"""KnowledgeContext: what a query returns, and the stats that explain how it was built.
+
+The stage records (``ContextChunk``, ``Fallback``, ``LLMCall``, ``CutRef``) are defined with the
+stage results in ``pipeline.stages.results`` and re-exported here.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
+from pipeline.stages.results import ContextChunk, CutRef, Fallback, LLMCall
 
-class ContextChunk(BaseModel):
-    id: str
-    text: str
-    metadata: dict[str, Any] = Field(description="source_file, type, kind, method, path, name, ...")
-    n_tokens: int = 0
-    score: float | None = Field(None, description="fused retrieval score (primary chunks)")
-    depth: int = Field(0, description="0 for primary chunks, else the ref hops from the nearest primary")
-    referenced_from: str | None = Field(None, description="the chunk whose ref_ids brought this one in")
-
-
-class Fallback(BaseModel):
-    stage: str = Field(description="select, expand, search, synthesize")
-    reason: str = Field(description="no_llm, timeout, rate_limit, server_error, invalid_output, no_valid_ids, ...")
-    detail: str = ""
-
-
-class LLMCall(BaseModel):
-    stage: str
-    model: str
-    prompt_name: str
-    prompt_hash: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    attempts: int = 1
-    ms: float = 0.0
-    cached: bool = False
-    ok: bool = True
-
-
-class CutRef(BaseModel):
-    id: str
-    referenced_from: str
-    depth: int
-    reason: str = Field(description="depth, max_chunks, token_limit, timeout")
+__all__ = ["ContextChunk", "CutRef", "Fallback", "KnowledgeContext", "LLMCall", "RetrievalStats"]
 
 
 class RetrievalStats(BaseModel):
+    """Written once per query by the engine, from the stages' typed results."""
+
     mode: str = Field("offline", description="offline (keyword stages) or llm")
     search_mode: str = Field("hybrid", description="hybrid, or lexical when no embedding model loaded")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="select, expand, search, refs, assemble, total")
@@ -58,7 +30,7 @@ class RetrievalStats(BaseModel):
     ranking: list[str] = Field(default_factory=list,
                                description="the retriever's ranked candidates (up to 10); the first max_primary_results are the primary chunks")
     lookup_steps: list[str] = Field(default_factory=list,
-                                    description="search endpoints added because the query names an entity")
+                                    description="operations added to the ranking because another one needs their output")
     intent: str | None = Field(None, description="endpoint, schema or errors when query analysis set a type filter")
     type_filter_relaxed: bool = False
     refs_followed: int = 0
@@ -70,9 +42,6 @@ class RetrievalStats(BaseModel):
     prompts: dict[str, str] = Field(default_factory=dict, description="stage -> 'name@hash' of the prompt that ran")
     cache_hits: int = 0
     warnings: list[str] = Field(default_factory=list)
-
-    def add_fallback(self, stage: str, reason: str, detail: str = "") -> None:
-        self.fallbacks.append(Fallback(stage=stage, reason=reason, detail=detail[:300]))
 
 
 class KnowledgeContext(BaseModel):

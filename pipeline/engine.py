@@ -1,8 +1,11 @@
-"""ApiQueryEngine: the three stages and the reference expansion as one LlamaIndex query engine.
+"""ApiQueryEngine: the stages composed into one LlamaIndex query engine.
 
-``retrieve_context`` returns the KnowledgeContext; ``query`` returns a ``Response`` whose
-``source_nodes`` are the primary then the referenced chunks, and whose text is the rendered
-context (or, with an LLM and ``synthesize`` on, an answer citing ``[Source N]``).
+select (stage 1) -> expand (stage 2) -> search (stage 3: ``BaseRetriever.retrieve`` plus the
+ranking's postprocessors) -> reference expansion (``postprocess_nodes``) -> KnowledgeContext.
+Each stage returns a typed result; the engine alone turns them into ``RetrievalStats``, once
+per query. ``query`` returns a ``Response`` whose ``source_nodes`` are the primary then the
+referenced chunks, and whose text is the rendered context (or, with a synthesizer, an answer
+citing ``[Source N]``). Every entry point has an async twin that never blocks the event loop.
 """
 
 from __future__ import annotations
@@ -10,22 +13,32 @@ from __future__ import annotations
 import difflib
 import logging
 import time
-from typing import Any
+from typing import Any, Optional
 
 from llama_index.core.base.response.schema import Response
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.query_engine import CustomQueryEngine
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from pipeline.context import ContextChunk, KnowledgeContext, RetrievalStats
+from pipeline.context import KnowledgeContext, RetrievalStats
 from pipeline.errors import SpecragError
-from pipeline.render import assemble_context, render_markdown
+from pipeline.nodes import context_node
+from pipeline.render import render_markdown
 from pipeline.settings import Settings
-from pipeline.stages.intent import TYPES_FOR_INTENT, classify
+from pipeline.stages.events import StageEndEvent, dispatcher
+from pipeline.stages.protocols import ApiSelector, QueryExpander
+from pipeline.stages.ref_expand import ExpandedNodes, ReferenceExpander
+from pipeline.stages.results import (ApiSelection, QueryExpansion, ReferenceExpansion, SearchResult, StageMode,
+                                     StageResult, SynthesisResult)
+from pipeline.stages.search import RANKING_DEPTH, SearchStage
+from pipeline.stages.synthesize import Synthesizer
+from pipeline.stages.timing import elapsed_ms
 
 logger = logging.getLogger(__name__)
-RANKING_DEPTH = 10  # candidates kept in the stats for ranking metrics (Recall@10, nDCG@10)
 MAX_QUERY_CHARS = 2000
-MIN_TYPED_RESULTS = 3
 
 
 class QueryError(SpecragError, ValueError):
@@ -33,118 +46,148 @@ class QueryError(SpecragError, ValueError):
 
 
 class ApiQueryEngine(CustomQueryEngine):
-    selector: Any
-    expander: Any
-    retriever: Any
-    references: Any
-    settings: Any
-    known_apis: set[str]
-    lookups: Any = None
-    llm: Any = None
-    prompts: Any = None
+    selector: ApiSelector = Field(description="stage 1: keyword or LLM API selection")
+    expander: QueryExpander = Field(description="stage 2: keyword or LLM query expansion")
+    retriever: BaseRetriever = Field(description="stage 3: filtered hybrid search (reads SpecQuery filters)")
+    steps: list[BaseNodePostprocessor] = Field(default_factory=list,
+                                               description="stage 3: postprocessors that reorder the ranking")
+    references: ReferenceExpander = Field(description="the $ref closure of the primary chunks, within budgets")
+    synthesizer: Optional[Synthesizer] = Field(None, description="answers with [Source N] when set")
+    settings: Settings
+    known_apis: frozenset[str] = Field(description="API ids a caller may name (complete in the index)")
+    _search: SearchStage = PrivateAttr()
 
+    def model_post_init(self, __context: Any) -> None:
+        self._search = SearchStage(self.retriever, self.steps, depth=max(RANKING_DEPTH, self.settings.max_primary_results),
+                                   query_analysis=self.settings.enable_query_analysis)
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        """Every LLM stage's prompts, namespaced ``selector:``, ``expander:``, ``synthesizer:``."""
+        modules = {"selector": self.selector, "expander": self.expander, "synthesizer": self.synthesizer}
+        return {name: module for name, module in modules.items() if hasattr(module, "get_prompts")}
+
+    # ---- queries --------------------------------------------------------------------------
     def custom_query(self, query_str: str) -> Response:
         ctx = self.retrieve_context(query_str)
-        text = render_markdown(ctx)
-        if self.llm is not None and self.settings.synthesize:
-            from pipeline.stages.synthesize import synthesize_answer
+        answer = self.synthesizer.synthesize(ctx) if self._synthesizes else None
+        return self._response(ctx, answer)
 
-            answer, _ = synthesize_answer(self.llm, self.prompts, ctx, settings=self.settings)
-            text = answer or text
-        nodes = [NodeWithScore(node=_node(c), score=c.score) for c in ctx.chunks]
-        return Response(response=text, source_nodes=nodes, metadata={"knowledge_context": ctx})
+    async def acustom_query(self, query_str: str) -> Response:
+        ctx = await self.aretrieve_context(query_str)
+        answer = await self.synthesizer.asynthesize(ctx) if self._synthesizes else None
+        return self._response(ctx, answer)
 
+    @dispatcher.span
     def retrieve_context(self, query: str, apis: list[str] | None = None) -> KnowledgeContext:
-        """Run select -> expand -> search -> reference expansion; ``apis`` skips stage 1 (oracle)."""
+        """select -> expand -> search -> reference expansion; ``apis`` skips stage 1 (oracle)."""
         start = time.perf_counter()
-        query, cut = self._check_query(query)
-        stats = RetrievalStats(search_mode=self.retriever.index.search_mode)
-        if cut:
-            stats.warnings.append(f"query longer than {MAX_QUERY_CHARS} characters: kept the first {MAX_QUERY_CHARS}")
-        timings = stats.timings_ms
+        query, warnings = self._check_query(query)
+        selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
+        expansion = self._done(self.expander.expand(query, selection.selected_apis)
+                               if selection.selected_apis else _unexpanded(query))
+        search = self._done(self._search.search(query, expansion, selection.selected_apis or []))
+        nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
+                                                  query_bundle=QueryBundle(query))
+        return self._assemble(query, start, warnings, selection, expansion, search, nodes)
 
-        t = time.perf_counter()
-        if apis is not None:
-            selected = self._check_apis(apis)
-            stats.selection_reasoning = "given by the caller"
-        else:
-            if self.llm is None:
-                stats.add_fallback("select", "no_llm", "offline: keyword selection")
-            selected = self.selector.select(query, stats).selected_apis
-        stats.selected_apis = selected
-        timings["select"] = _ms(t)
+    @dispatcher.span
+    async def aretrieve_context(self, query: str, apis: list[str] | None = None) -> KnowledgeContext:
+        """:meth:`retrieve_context` for an event loop: LLM calls awaited, CPU work in threads."""
+        start = time.perf_counter()
+        query, warnings = self._check_query(query)
+        selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
+        expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
+                               if selection.selected_apis else _unexpanded(query))
+        search = self._done(await self._search.asearch(query, expansion, selection.selected_apis or []))
+        nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
+                                                         query_bundle=QueryBundle(query))
+        return self._assemble(query, start, warnings, selection, expansion, search, nodes)
 
-        t = time.perf_counter()
-        if self.llm is None:
-            stats.add_fallback("expand", "no_llm", "offline: keyword expansion")
-        expansion = self.expander.expand(query, selected, stats) if selected else None
-        stats.expanded_query = expansion.expanded_query if expansion else query
-        if expansion:
-            stats.original_terms, stats.added_terms = expansion.original_terms, expansion.added_terms
-        timings["expand"] = _ms(t)
+    # ---- helpers --------------------------------------------------------------------------
+    @property
+    def _synthesizes(self) -> bool:
+        return self.synthesizer is not None and self.synthesizer.llm is not None and self.settings.synthesize
 
+    def _assemble(self, query: str, start: float, warnings: list[str], selection: ApiSelection,
+                  expansion: QueryExpansion, search: SearchResult, nodes: list[NodeWithScore]) -> KnowledgeContext:
+        if not isinstance(nodes, ExpandedNodes):
+            raise TypeError(f"{type(self.references).__name__}.postprocess_nodes must return ExpandedNodes")
+        refs = self._done(nodes.expansion, "refs")
         t = time.perf_counter()
-        ranked = self._search(query, stats, selected)
-        stats.ranking = [n.node.node_id for n in ranked]
-        primary = ranked[: self.settings.max_primary_results]
-        timings["search"] = _ms(t)
-
-        t = time.perf_counter()
-        expansion_result = self.references.expand(primary)
-        timings["refs"] = _ms(t)
-
-        t = time.perf_counter()
-        ctx = assemble_context(query, expansion_result, stats)
-        timings["assemble"] = _ms(t)
-        timings["total"] = _ms(start)
+        stats = retrieval_stats(warnings, selection, expansion, search, refs)
+        ctx = KnowledgeContext(query=query, primary_chunks=list(refs.primary), referenced_chunks=list(refs.referenced),
+                               total_tokens=refs.total_tokens, retrieval_stats=stats)
+        stats.timings_ms["assemble"] = elapsed_ms(t)
+        stats.timings_ms["total"] = elapsed_ms(start)
         if self.settings.log_retrieval_stats:
             logger.info("retrieval stats: %s", stats.model_dump_json())
         return ctx
 
-    def _search(self, query: str, stats: RetrievalStats, selected: list[str]) -> list[NodeWithScore]:
-        if not selected:
-            stats.warnings.append("no API selected: searched the whole index")
-        file_ids = selected or None
-        bundle = QueryBundle(query_str=stats.expanded_query, custom_embedding_strs=[query])
-        depth = max(RANKING_DEPTH, self.settings.max_primary_results)
-        types = None
-        if self.settings.enable_query_analysis:
-            intent = classify(query)
-            stats.intent = intent.value
-            types = TYPES_FOR_INTENT[intent]
-        ranked = self.retriever.search(bundle, file_ids, types, depth)
-        if types and len(ranked) < MIN_TYPED_RESULTS:
-            stats.type_filter_relaxed = True
-            ranked = self.retriever.search(bundle, file_ids, None, depth)
-        if self.lookups is not None and selected:
-            def search_api(api: str) -> list[str]:
-                return [n.node.node_id for n in self.retriever.search(bundle, [api], ["endpoint"], 30, hydrate=False)]
-
-            ranked, stats.lookup_steps = self.lookups.add(query, ranked, self.retriever.index.hydrate, depth, search_api)
-        return ranked
+    def _response(self, ctx: KnowledgeContext, synthesis: SynthesisResult | None) -> Response:
+        text = render_markdown(ctx)
+        if synthesis is not None:
+            _record_synthesis(ctx.retrieval_stats, self._done(synthesis))
+            text = synthesis.answer or text
+        return Response(response=text, source_nodes=[context_node(c) for c in ctx.chunks],
+                        metadata={"knowledge_context": ctx})
 
     @staticmethod
-    def _check_query(query: str) -> tuple[str, bool]:
-        if not isinstance(query, str) or not query.strip():
-            raise QueryError("empty query: ask a question, e.g. 'How do I create a user?'")
-        query = " ".join(query.split())
-        return query[:MAX_QUERY_CHARS], len(query) > MAX_QUERY_CHARS
+    def _done(result: Any, stage: str = "") -> Any:
+        dispatcher.event(StageEndEvent(stage=stage or getattr(result, "stage", ""), result=result))
+        return result
 
-    def _check_apis(self, apis: list[str]) -> list[str]:
+    def _given(self, apis: list[str]) -> ApiSelection:
         unknown = [a for a in apis if a not in self.known_apis]
         if unknown:
             hints = {a: difflib.get_close_matches(a, self.known_apis, n=3) for a in unknown}
             raise QueryError("unknown API id(s): " + "; ".join(
                 f"{a!r}" + (f" (did you mean {', '.join(h)}?)" if h else "") for a, h in hints.items()))
-        return list(dict.fromkeys(apis))
+        return self._done(ApiSelection(mode=StageMode.GIVEN, selected_apis=list(dict.fromkeys(apis)),
+                                       reasoning="given by the caller"))
+
+    @staticmethod
+    def _check_query(query: str) -> tuple[str, list[str]]:
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError("empty query: ask a question, e.g. 'How do I create a user?'")
+        query = " ".join(query.split())
+        if len(query) <= MAX_QUERY_CHARS:
+            return query, []
+        return query[:MAX_QUERY_CHARS], [f"query longer than {MAX_QUERY_CHARS} characters: kept the first {MAX_QUERY_CHARS}"]
 
 
-def _node(chunk: ContextChunk) -> TextNode:
-    """A context chunk as a source node; its depth rides along in the metadata."""
-    return TextNode(id_=chunk.id, text=chunk.text, metadata=dict(chunk.metadata) | {"depth": chunk.depth},
-                    excluded_embed_metadata_keys=list(chunk.metadata) + ["depth"],
-                    excluded_llm_metadata_keys=list(chunk.metadata) + ["depth"])
+def _unexpanded(query: str) -> QueryExpansion:
+    return QueryExpansion(expanded_query=query, original_terms=[], added_terms=[])
 
 
-def _ms(t: float) -> float:
-    return round((time.perf_counter() - t) * 1000, 3)
+def retrieval_stats(warnings: list[str], selection: ApiSelection, expansion: QueryExpansion, search: SearchResult,
+           refs: ReferenceExpansion) -> RetrievalStats:
+    """The one place a query's RetrievalStats are written: from each stage's typed result."""
+    stages: list[StageResult] = [selection, expansion, search]
+    return RetrievalStats(
+        mode="llm" if any(s.mode is StageMode.LLM for s in stages) else "offline",
+        search_mode=search.search_mode,
+        timings_ms={"select": selection.ms, "expand": expansion.ms, "search": search.ms, "refs": refs.ms},
+        selected_apis=list(selection.selected_apis), selection_reasoning=selection.reasoning,
+        dropped_api_ids=list(selection.dropped_ids),
+        expanded_query=expansion.expanded_query, original_terms=list(expansion.original_terms),
+        added_terms=list(expansion.added_terms), dropped_terms=list(expansion.dropped_terms),
+        ranking=list(search.ranking), lookup_steps=[s.chunk_id for s in search.added_steps],
+        intent=search.intent, type_filter_relaxed=search.type_filter_relaxed,
+        refs_followed=refs.refs_followed, refs_missing=list(refs.refs_missing), refs_cut=list(refs.refs_cut),
+        limits_hit=list(refs.limits_hit), truncated=refs.truncated,
+        fallbacks=[f for s in stages for f in s.fallbacks],
+        llm_calls=[c for s in stages for c in s.llm_calls],
+        prompts={s.stage: s.prompt for s in stages if s.prompt},
+        cache_hits=sum(s.cache_hits for s in stages),
+        warnings=[*warnings, *(w for s in stages for w in s.warnings)],
+    )
+
+
+def _record_synthesis(stats: RetrievalStats, synthesis: SynthesisResult) -> None:
+    """The optional last stage, added to the stats of the context it answered from."""
+    stats.mode = "llm"
+    stats.prompts[synthesis.stage] = synthesis.prompt
+    stats.llm_calls += synthesis.llm_calls
+    stats.fallbacks += synthesis.fallbacks
+    stats.warnings += synthesis.warnings
+    stats.timings_ms[synthesis.stage] = synthesis.ms

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import logging
-
-from llama_index.core.schema import QueryBundle
-
 from pipeline.catalog.io import load_api_indexes, load_catalog
 from pipeline.catalog.vectors import catalog_vectors
-from pipeline.index.embeddings import embed_model_id
 from pipeline.engine import ApiQueryEngine
+from pipeline.index.embeddings import embed_model_id
 from pipeline.settings import Settings
 from pipeline.stages.api_select import KeywordApiSelector
 from pipeline.stages.hybrid_retriever import HybridRetriever
 from pipeline.stages.lookup import LookupStepAdder
 from pipeline.stages.query_expand import KeywordQueryExpander
 from pipeline.stages.ref_expand import ReferenceExpander
-
-logger = logging.getLogger(__name__)
 
 
 def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
@@ -27,32 +21,30 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     store = store or ChunkStore.open(settings)
     catalog_dir = settings.catalogs_path
     catalog = load_catalog(catalog_dir)
-    retriever = HybridRetriever.from_settings(store, settings)
-
-    def fleet_search(query: str, k: int):
-        return retriever.search(QueryBundle(query_str=query), None, ["endpoint"], k, hydrate=False)
-
     indexes = load_api_indexes(catalog_dir, catalog)
+    retriever = HybridRetriever.from_settings(store, settings)
     api_vectors = None
     if store.search_mode == "hybrid":
         api_vectors = catalog_vectors(catalog, store.embed_model, embed_model_id(store.embed_model), catalog_dir)
-    selector = KeywordApiSelector(catalog, indexes, fleet_search, settings.max_selected_apis,
-                                  api_vectors=api_vectors, embed_query=store.embed_query)
+    selector = KeywordApiSelector(catalog, indexes, retriever, settings.max_selected_apis,
+                                  api_vectors=api_vectors, embed_query=store.embed_query, rrf_k=settings.rrf_k)
     expander = KeywordQueryExpander(indexes.get)
-    llm = prompts = None
+    synthesizer = None
     if settings.llm_configured:
         from pipeline.cache import TTLCache
         from pipeline.llm import build_llm
         from pipeline.prompts import PromptSet
         from pipeline.stages.api_select_llm import LLMApiSelector
         from pipeline.stages.expand_llm import LLMQueryExpander
+        from pipeline.stages.synthesize import Synthesizer
 
         llm = build_llm(settings)
         prompts = PromptSet.load(settings.prompts_dir)
         cache = TTLCache(settings.llm_cache_size, settings.llm_cache_ttl_s)
         selector = LLMApiSelector(llm, catalog, selector, prompts, settings, cache)
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
-    return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever,
-                          references=ReferenceExpander.from_settings(store, settings), settings=settings,
-                          known_apis=store.complete_api_ids() & catalog.ids(), lookups=LookupStepAdder(indexes.get),
-                          llm=llm, prompts=prompts)
+        synthesizer = Synthesizer(llm, prompts, settings)
+    steps = [LookupStepAdder(load_index=indexes.get, hydrate=store.hydrate, retriever=retriever)]
+    return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,
+                          references=ReferenceExpander.from_settings(store, settings), synthesizer=synthesizer,
+                          settings=settings, known_apis=frozenset(store.complete_api_ids() & catalog.ids()))

@@ -9,6 +9,11 @@ fallback. The clients' own retries are off (``max_retries=0``) so that nothing r
 Structured output goes through ``llm.chat`` + pydantic validation rather than
 ``structured_predict``: that keeps the usage (tokens) and the raw text for the re-ask, and works
 with OpenAI-compatible servers that lack function calling.
+
+Sync and async share one implementation: the ask/validate/re-ask logic is written once as a
+coroutine over a ``send`` function. The async entry points pass ``llm.achat`` (tenacity's
+``AsyncRetrying``); the sync ones pass ``llm.chat`` and drive the coroutine, which never
+suspends, to its end in the calling thread (:func:`_drive`).
 """
 
 from __future__ import annotations
@@ -17,19 +22,19 @@ import json
 import logging
 import re
 import time
-from typing import Any, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 import openai
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, Field, ValidationError
-from tenacity import RetryCallState, Retrying, retry_if_exception, wait_random_exponential
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, wait_random_exponential
 
-from pipeline.context import LLMCall
 from pipeline.errors import LLMStageError
 from pipeline.prompts import REASK_PROMPT, PromptInfo
 from pipeline.settings import Settings
+from pipeline.stages.results import LLMCall
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -122,8 +127,11 @@ def _retry_after(exc: BaseException) -> float:
         return 0.0
 
 
-def _send(llm: LLM, messages: list[ChatMessage], policy: RetryPolicy, deadline: float, tally: _Tally) -> str:
-    """One answer from the LLM, retrying transient failures; raises LLMStageError."""
+Send = Callable[[list[ChatMessage]], Awaitable[str]]
+
+
+def _retry_options(policy: RetryPolicy, deadline: float) -> dict[str, Any]:
+    """tenacity options: transient failures only, backoff with jitter, Retry-After, the deadline."""
     jitter = wait_random_exponential(multiplier=policy.backoff_initial_s, max=policy.backoff_max_s)
 
     def wait(state: RetryCallState) -> float:  # honour Retry-After on 429, within bounds
@@ -134,23 +142,60 @@ def _send(llm: LLM, messages: list[ChatMessage], policy: RetryPolicy, deadline: 
         starts_at = time.monotonic() + state.upcoming_sleep
         return state.attempt_number >= policy.max_attempts or starts_at + policy.timeout_s / 4 >= deadline
 
-    retrying = Retrying(stop=stop, wait=wait, reraise=True,
-                        retry=retry_if_exception(lambda e: failure_reason(e) in RETRYABLE))
+    return dict(stop=stop, wait=wait, reraise=True, retry=retry_if_exception(lambda e: failure_reason(e) in RETRYABLE))
+
+
+def _request_timeout(policy: RetryPolicy, deadline: float, tally: _Tally) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise DeadlineExceeded(f"no time left of the {policy.deadline_s}s deadline")
+    tally.attempts += 1
+    return min(policy.timeout_s, left)
+
+
+def _stage_error(exc: Exception, tally: _Tally) -> LLMStageError:
+    reason = failure_reason(exc)
+    if reason == "unexpected_error":
+        log.warning("LLM call failed unexpectedly", exc_info=True)
+    return LLMStageError(reason, f"{type(exc).__name__}: {exc}", attempts=tally.attempts)
+
+
+def _sync_send(llm: LLM, policy: RetryPolicy, deadline: float, tally: _Tally) -> Send:
+    async def send(messages: list[ChatMessage]) -> str:  # never suspends: see _drive
+        try:
+            for attempt in Retrying(**_retry_options(policy, deadline)):
+                with attempt:
+                    response = llm.chat(messages, timeout=_request_timeout(policy, deadline, tally))
+        except Exception as exc:
+            raise _stage_error(exc, tally) from exc
+        tally.add_usage(response)
+        return response.message.content or ""
+
+    return send
+
+
+def _async_send(llm: LLM, policy: RetryPolicy, deadline: float, tally: _Tally) -> Send:
+    async def send(messages: list[ChatMessage]) -> str:
+        try:
+            async for attempt in AsyncRetrying(**_retry_options(policy, deadline)):
+                with attempt:
+                    response = await llm.achat(messages, timeout=_request_timeout(policy, deadline, tally))
+        except Exception as exc:
+            raise _stage_error(exc, tally) from exc
+        tally.add_usage(response)
+        return response.message.content or ""
+
+    return send
+
+
+def _drive(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine whose awaits all complete at once (sync calls in disguise) to its end."""
     try:
-        for attempt in retrying:
-            with attempt:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise DeadlineExceeded(f"no time left of the {policy.deadline_s}s deadline")
-                tally.attempts += 1
-                response = llm.chat(messages, timeout=min(policy.timeout_s, left))
-    except Exception as exc:
-        reason = failure_reason(exc)
-        if reason == "unexpected_error":
-            log.warning("LLM call failed unexpectedly", exc_info=True)
-        raise LLMStageError(reason, f"{type(exc).__name__}: {exc}", attempts=tally.attempts) from exc
-    tally.add_usage(response)
-    return response.message.content or ""
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("a synchronous LLM call suspended; use the async entry point")
 
 
 def parse_output(output_cls: type[T], text: str) -> T:
@@ -171,43 +216,88 @@ def _short_error(exc: Exception) -> str:
     return re.sub(r"\s+", " ", str(exc))[:300]
 
 
-def structured_call(llm: LLM, output_cls: type[T], prompt: PromptTemplate, *, stage: str,
-                    prompt_info: PromptInfo, settings: Settings, **template_vars: Any) -> tuple[T, LLMCall]:
-    """Render ``prompt``, ask, validate as ``output_cls``; re-ask once on invalid output.
-
-    Raises ``LLMStageError`` (reason and the failed ``LLMCall`` attached) when no valid answer came.
-    """
-    policy, tally = RetryPolicy.from_settings(settings), _Tally()
-    deadline = tally.started + policy.deadline_s
-    messages = prompt.format_messages(**template_vars)
+async def _structured(send: Send, output_cls: type[T], messages: list[ChatMessage], deadline: float,
+                      make_call: Callable[[bool], LLMCall]) -> tuple[T, LLMCall]:
+    """Ask, validate as ``output_cls``, re-ask once with the validation error."""
     error = ""
     for round_ in range(2):  # the answer, then one re-ask with the validation error
         if round_ and time.monotonic() >= deadline:
             break
         try:
-            text = _send(llm, messages, policy, deadline, tally)
+            text = await send(messages)
         except LLMStageError as exc:
-            exc.call = tally.call(llm, stage, prompt_info, ok=False)
+            exc.call = make_call(False)
             raise
         try:
-            return parse_output(output_cls, text), tally.call(llm, stage, prompt_info)
+            return parse_output(output_cls, text), make_call(True)
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             error = _short_error(exc)
             messages = [*messages, ChatMessage(role=MessageRole.ASSISTANT, content=text),
                         ChatMessage(role=MessageRole.USER, content=REASK_PROMPT.format(error=error))]
-    raise LLMStageError("invalid_output", error, attempts=tally.attempts,
-                        call=tally.call(llm, stage, prompt_info, ok=False))
+    raise LLMStageError("invalid_output", error, attempts=make_call(False).attempts, call=make_call(False))
 
 
-def text_call(llm: LLM, prompt: PromptTemplate, *, stage: str, prompt_info: PromptInfo,
-              settings: Settings, **template_vars: Any) -> tuple[str, LLMCall]:
-    """Render ``prompt`` and return the answer text, with the same retries; raises LLMStageError."""
-    policy, tally = RetryPolicy.from_settings(settings), _Tally()
+async def _text(send: Send, messages: list[ChatMessage], make_call: Callable[[bool], LLMCall]) -> tuple[str, LLMCall]:
     try:
-        text = _send(llm, prompt.format_messages(**template_vars), policy, tally.started + policy.deadline_s, tally)
+        text = await send(messages)
         if not text.strip():
-            raise LLMStageError("invalid_output", "empty answer", attempts=tally.attempts)
+            raise LLMStageError("invalid_output", "empty answer")
     except LLMStageError as exc:
-        exc.call = tally.call(llm, stage, prompt_info, ok=False)
+        exc.call = make_call(False)
+        exc.attempts = exc.call.attempts
         raise
-    return text.strip(), tally.call(llm, stage, prompt_info)
+    return text.strip(), make_call(True)
+
+
+class _Call:
+    """One stage call's bounds and accounting: the policy, the deadline, the tally."""
+
+    def __init__(self, llm: LLM, stage: str, prompt_info: PromptInfo, settings: Settings, deadline: float | None):
+        self.llm, self.stage, self.info = llm, stage, prompt_info
+        self.policy, self.tally = RetryPolicy.from_settings(settings), _Tally()
+        own = self.tally.started + self.policy.deadline_s
+        self.deadline = own if deadline is None else min(own, deadline)
+
+    def record(self, ok: bool) -> LLMCall:
+        return self.tally.call(self.llm, self.stage, self.info, ok=ok)
+
+    def sync_send(self) -> Send:
+        return _sync_send(self.llm, self.policy, self.deadline, self.tally)
+
+    def async_send(self) -> Send:
+        return _async_send(self.llm, self.policy, self.deadline, self.tally)
+
+
+def structured_call(llm: LLM, output_cls: type[T], prompt: PromptTemplate, *, stage: str, prompt_info: PromptInfo,
+                    settings: Settings, deadline: float | None = None, **template_vars: Any) -> tuple[T, LLMCall]:
+    """Render ``prompt``, ask, validate as ``output_cls``; re-ask once on invalid output.
+
+    ``deadline`` (a ``time.monotonic()`` instant) caps the call beyond its own
+    ``llm_deadline_s``. Raises ``LLMStageError`` (reason and the failed ``LLMCall`` attached)
+    when no valid answer came.
+    """
+    call = _Call(llm, stage, prompt_info, settings, deadline)
+    return _drive(_structured(call.sync_send(), output_cls, prompt.format_messages(**template_vars),
+                              call.deadline, call.record))
+
+
+async def astructured_call(llm: LLM, output_cls: type[T], prompt: PromptTemplate, *, stage: str,
+                           prompt_info: PromptInfo, settings: Settings, deadline: float | None = None,
+                           **template_vars: Any) -> tuple[T, LLMCall]:
+    """:func:`structured_call` on the event loop (``llm.achat``)."""
+    call = _Call(llm, stage, prompt_info, settings, deadline)
+    return await _structured(call.async_send(), output_cls, prompt.format_messages(**template_vars),
+                             call.deadline, call.record)
+
+
+def text_call(llm: LLM, prompt: PromptTemplate, *, stage: str, prompt_info: PromptInfo, settings: Settings,
+              deadline: float | None = None, **template_vars: Any) -> tuple[str, LLMCall]:
+    """Render ``prompt`` and return the answer text, with the same retries; raises LLMStageError."""
+    call = _Call(llm, stage, prompt_info, settings, deadline)
+    return _drive(_text(call.sync_send(), prompt.format_messages(**template_vars), call.record))
+
+
+async def atext_call(llm: LLM, prompt: PromptTemplate, *, stage: str, prompt_info: PromptInfo, settings: Settings,
+                     deadline: float | None = None, **template_vars: Any) -> tuple[str, LLMCall]:
+    call = _Call(llm, stage, prompt_info, settings, deadline)
+    return await _text(call.async_send(), prompt.format_messages(**template_vars), call.record)

@@ -1,23 +1,39 @@
-"""Chunk <-> LlamaIndex node conversion: the one place that knows how a chunk is stored."""
+"""Chunk <-> LlamaIndex node conversion: the one place that knows how a chunk becomes a node.
+
+Metadata rides along but stays out of the embedding and LLM views of a node: the text is what a
+reader gets.
+"""
 
 from __future__ import annotations
 
-from llama_index.core.schema import TextNode
+from typing import Any
+
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
 from pipeline.specs.models import Chunk
+from pipeline.stages.results import ContextChunk
+
+
+def text_node(node_id: str, text: str, metadata: dict[str, Any]) -> TextNode:
+    return TextNode(id_=node_id, text=text, metadata=metadata,
+                    excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=list(metadata))
 
 
 def chunk_to_node(chunk: Chunk) -> TextNode:
-    """The node's text is what readers get; metadata stays out of embeddings and LLM text."""
-    metadata = chunk.metadata()
-    return TextNode(
-        id_=chunk.id,
-        text=chunk.text,
-        metadata=metadata,
-        excluded_embed_metadata_keys=list(metadata),
-        excluded_llm_metadata_keys=list(metadata),
-    )
+    return text_node(chunk.id, chunk.text, chunk.metadata())
 
 
-def node_to_chunk(node: TextNode) -> Chunk:
+def node_to_chunk(node: BaseNode) -> Chunk:
     return Chunk.from_metadata(node.node_id, node.get_content(), dict(node.metadata))
+
+
+def context_node(chunk: ContextChunk) -> NodeWithScore:
+    """A context chunk as a source node; its depth and referrer ride along in the metadata."""
+    extra = {"depth": chunk.depth} | ({"referenced_from": chunk.referenced_from} if chunk.referenced_from else {})
+    return NodeWithScore(node=text_node(chunk.id, chunk.text, dict(chunk.metadata) | extra), score=chunk.score)
+
+
+def context_chunk(hit: NodeWithScore, n_tokens: int) -> ContextChunk:
+    """A retrieved node as a primary context chunk."""
+    return ContextChunk(id=hit.node.node_id, text=hit.node.get_content(), metadata=dict(hit.node.metadata),
+                        score=hit.score, n_tokens=n_tokens)

@@ -11,8 +11,6 @@ import hashlib
 from pathlib import Path
 
 from llama_index.core.prompts import PromptTemplate
-from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
-from llama_index.core.utils import get_tokenizer
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.errors import PromptError
@@ -106,60 +104,3 @@ class PromptSet(BaseModel):
     def template(self, name: str) -> PromptTemplate:
         self.info(name)
         return getattr(self, name)
-
-
-class FilePromptStage(PromptMixin):
-    """A stage with one prompt loaded from a file: exposes it under ``prompt_key`` through
-    LlamaIndex's ``get_prompts``/``update_prompts``, re-checking its variables on update."""
-
-    prompt_key: str = ""
-    stage: str = ""
-    prompt: PromptTemplate
-    prompt_info: PromptInfo
-
-    def _count(self, text: str) -> int:
-        return len(get_tokenizer()(text))
-
-    def _get_prompts(self) -> PromptDictType:
-        return {self.prompt_key: self.prompt}
-
-    def _get_prompt_modules(self) -> PromptMixinType:
-        return {}
-
-    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
-        if self.prompt_key in prompts_dict:
-            prompt = prompts_dict[self.prompt_key]
-            if not isinstance(prompt, PromptTemplate):
-                raise TypeError(f"{self.prompt_key} must be a PromptTemplate, got {type(prompt).__name__}")
-            self.prompt, self.prompt_info = prompt, check_template(self.prompt_key, prompt)
-
-    def _cached_call(self, output_cls, key: tuple, stats, make_vars):
-        """The cached answer (a hit is recorded), else one structured LLM call with the variables
-        ``make_vars()`` builds (only on a miss; None means the stage already recorded why it
-        falls back). None after a failure, whose reason is in ``stats.fallbacks``.
-        Needs ``llm``, ``cache``, ``settings``, ``stage``."""
-        from pipeline.context import LLMCall
-        from pipeline.errors import LLMStageError
-        from pipeline.llm import model_name, structured_call
-
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None:
-            stats.cache_hits += 1
-            stats.llm_calls.append(LLMCall(stage=self.stage, model=model_name(self.llm), prompt_name=self.prompt_info.name,
-                                           prompt_hash=self.prompt_info.hash, attempts=0, cached=True))
-            return cached
-        template_vars = make_vars()
-        if template_vars is None:
-            return None
-        try:
-            raw, call = structured_call(self.llm, output_cls, self.prompt, stage=self.stage, prompt_info=self.prompt_info,
-                                        settings=self.settings, **template_vars)
-        except LLMStageError as exc:
-            if isinstance(exc.call, LLMCall):
-                stats.llm_calls.append(exc.call)
-            stats.add_fallback(self.stage, exc.reason, str(exc))
-            return None
-        stats.llm_calls.append(call)
-        if self.cache is not None:
-            self.cache.put(key, raw)
-        return raw

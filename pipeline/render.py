@@ -1,4 +1,4 @@
-"""KnowledgeContext assembly from an expansion, and its markdown view.
+"""The markdown view of a KnowledgeContext.
 
 The markdown serves both an LLM prompt and the CLI's human view: every chunk keeps its id (so
 answers can cite it) and its YAML text verbatim in a fenced block.
@@ -9,24 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pipeline.context import ContextChunk, KnowledgeContext, RetrievalStats
-from pipeline.stages.ref_expand import ExpansionResult
-
-
-def assemble_context(query: str, expansion: ExpansionResult, stats: RetrievalStats) -> KnowledgeContext:
-    """The final context; copies the expansion's counts into ``stats`` (mutated and embedded)."""
-    stats.refs_followed = expansion.refs_followed
-    stats.refs_missing = list(expansion.refs_missing)
-    stats.refs_cut = list(expansion.refs_cut)
-    stats.limits_hit = list(dict.fromkeys([*stats.limits_hit, *expansion.limits_hit]))
-    stats.truncated = stats.truncated or expansion.truncated
-    return KnowledgeContext(
-        query=query,
-        primary_chunks=list(expansion.primary),
-        referenced_chunks=list(expansion.referenced),
-        total_tokens=expansion.total_tokens,
-        retrieval_stats=stats,
-    )
+from pipeline.context import ContextChunk, KnowledgeContext
 
 
 def render_markdown(ctx: KnowledgeContext) -> str:

@@ -57,6 +57,7 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     from pipeline.index.lock import IndexLock
     from pipeline.index.store import ChunkStore
     from pipeline.specs.incremental import ingest_changed
+    from pipeline.specs.limits import SpecLimits
     from pipeline.specs.sources import load_sources, save_sources
 
     start = time.perf_counter()
@@ -70,7 +71,7 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
             store.chroma  # noqa: B018 - an unreachable Chroma server fails here, before any spec is read
         builder = IndexBuilder(store, local)
         ingest = ingest_changed(paths, local.chunk_max_tokens, load_sources(local.data_dir), builder.reusable(),
-                                progress=progress)
+                                limits=SpecLimits.from_settings(local), progress=progress)
         kept = {s.info.file_id: s.info for s in ingest.kept}
         catalogs = write_catalogs(ingest.apis, local.catalogs_path, kept=kept,
                                   chunks_of=lambda fid: store.local.api_chunks(fid))

@@ -21,6 +21,12 @@ def demo_settings(data_dir: Path):
                     if model else "none", chroma_host=None, openai_api_key=None, llm_base_url=None)
 
 
+@pytest.fixture
+def anyio_backend():
+    """Async tests (``@pytest.mark.anyio``) run on asyncio, the loop servers use."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def demo_index(tmp_path_factory):
     """(corpus settings, store) for the demo corpus, built once."""

@@ -1,14 +1,17 @@
-"""assemble_context and render_markdown over a real expansion of a tiny users API."""
+"""The engine's stats from typed stage results, and render_markdown, over a real expansion of a tiny users API."""
 
 from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
 
 from pipeline.context import CutRef, KnowledgeContext, RetrievalStats
+from pipeline.engine import retrieval_stats
 from pipeline.nodes import chunk_to_node
-from pipeline.render import assemble_context, describe, render_markdown
+from pipeline.render import describe, render_markdown
 from pipeline.specs.models import Chunk, ChunkType
-from pipeline.stages.ref_expand import ExpansionResult, ReferenceExpander
+from pipeline.stages.ref_expand import ReferenceExpander
+from pipeline.stages.results import (AddedStep, ApiSelection, Fallback, LLMCall, QueryExpansion, ReferenceExpansion,
+                                     SearchResult, StageMode)
 
 POST = "users:paths/~1users/post"
 USER = "users:components/schemas/User"
@@ -40,16 +43,26 @@ def _chunks() -> list[Chunk]:
     ]
 
 
+QUERY = "how do I create a user?"
+
+
+def _selection() -> ApiSelection:
+    selection = ApiSelection(selected_apis=["users"], reasoning="keyword", ms=1.5)
+    selection.fall_back("no_llm")
+    return selection
+
+
 def _context(max_depth: int = 1) -> KnowledgeContext:
     chunks = _chunks()
     expansion = ReferenceExpander(lookup=DictLookup(chunks), max_depth=max_depth).expand(
         [NodeWithScore(node=chunk_to_node(chunks[0]), score=0.0325)])
-    stats = RetrievalStats(selected_apis=["users"], limits_hit=["type_filter"])
-    stats.add_fallback("select", "no_llm")
-    return assemble_context("how do I create a user?", expansion, stats)
+    stats = retrieval_stats([], _selection(), QueryExpansion(expanded_query=QUERY), SearchResult(ranking=[POST]),
+                            expansion)
+    return KnowledgeContext(query=QUERY, primary_chunks=expansion.primary, referenced_chunks=expansion.referenced,
+                            total_tokens=expansion.total_tokens, retrieval_stats=stats)
 
 
-def test_assemble_fills_stats():
+def test_stats_come_from_every_stage_result():
     ctx = _context()
     stats = ctx.retrieval_stats
     assert [c.id for c in ctx.primary_chunks] == [POST]
@@ -57,16 +70,27 @@ def test_assemble_fills_stats():
     assert [c.id for c in ctx.chunks] == [POST, USER, ERRORS]
     assert ctx.total_tokens == 90 and stats.refs_followed == 2
     assert stats.refs_cut == [CutRef(id=ADDRESS, referenced_from=USER, depth=2, reason="depth")]
-    assert stats.limits_hit == ["type_filter", "depth"] and stats.truncated is False
-    assert stats.selected_apis == ["users"]  # earlier stages' stats are kept
+    assert stats.limits_hit == ["depth"] and stats.truncated is False
+    assert stats.selected_apis == ["users"] and stats.selection_reasoning == "keyword"
+    assert stats.ranking == [POST] and stats.mode == "offline" and stats.timings_ms["select"] == 1.5
 
 
-def test_assemble_carries_missing_and_truncation():
-    expansion = ExpansionResult(refs_missing=["users:components/schemas/Ghost"], truncated=True,
-                                limits_hit=["timeout"])
-    ctx = assemble_context("q", expansion, RetrievalStats())
-    assert ctx.chunks == [] and ctx.retrieval_stats.truncated
-    assert ctx.retrieval_stats.refs_missing == ["users:components/schemas/Ghost"]
+def test_stats_of_an_llm_run_name_calls_prompts_fallbacks_and_steps():
+    call = LLMCall(stage="select", model="m", prompt_name="select_apis", prompt_hash="h", prompt_tokens=9)
+    selection = ApiSelection(mode=StageMode.LLM, selected_apis=["users"], prompt="select_apis@h", llm_calls=[call],
+                             dropped_ids=["ghost"], cache_hits=1, warnings=["w1"])
+    expansion = QueryExpansion(stage="expand", mode=StageMode.LLM, expanded_query="q more", added_terms=["more"],
+                               dropped_terms=["nope"], fallbacks=[Fallback(stage="expand", reason="timeout")])
+    search = SearchResult(ranking=[POST], intent="endpoint", type_filter_relaxed=True, search_mode="lexical",
+                          added_steps=[AddedStep(chunk_id=POST, reason="r")])
+    refs = ReferenceExpansion(refs_missing=["users:components/schemas/Ghost"], truncated=True, limits_hit=["timeout"])
+    stats = retrieval_stats(["cut"], selection, expansion, search, refs)
+    assert stats.mode == "llm" and stats.search_mode == "lexical" and stats.prompts == {"select": "select_apis@h"}
+    assert stats.llm_calls == [call] and stats.cache_hits == 1 and stats.dropped_api_ids == ["ghost"]
+    assert stats.dropped_terms == ["nope"] and [(f.stage, f.reason) for f in stats.fallbacks] == [("expand", "timeout")]
+    assert stats.lookup_steps == [POST] and stats.intent == "endpoint" and stats.type_filter_relaxed
+    assert stats.truncated and stats.refs_missing == ["users:components/schemas/Ghost"]
+    assert stats.warnings == ["cut", "w1"] and stats.expanded_query == "q more"
 
 
 def test_markdown_has_sections_ids_and_yaml():

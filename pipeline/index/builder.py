@@ -24,7 +24,6 @@ import time
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from pipeline.errors import CorpusError
 from pipeline.index.chroma_rows import ChromaRows
 from pipeline.index.embeddings import NO_EMBEDDINGS, embed_model_id
 from pipeline.index.lexical import LEXICAL_VERSION
@@ -270,17 +269,24 @@ def _describe(shape: IndexShape | None) -> str:
 
 
 def _validate(apis: list[ApiChunks], keep: set[str]) -> None:
+    """Drop (in place, with a warning) every API that would corrupt the store: a second spec
+    with a file_id already taken (``keep``: the unchanged APIs the index holds), duplicate chunk
+    ids, a chunk of another file_id. One bad spec never stops the build of the others."""
     seen: set[str] = set(keep)
+    kept: list[ApiChunks] = []
     for api in apis:
         file_id = api.api.file_id
-        if file_id in seen:
-            raise CorpusError(f"two specs share the file_id {file_id!r}; give one of them another name")
-        seen.add(file_id)
         ids = [c.id for c in api.chunks]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"{file_id}: duplicate chunk ids; the chunker must give each chunk its own id")
-        if stray := next((c.id for c in api.chunks if c.file_id != file_id), None):
-            raise ValueError(f"{file_id}: chunk {stray!r} belongs to another file_id")
+        stray = next((c.id for c in api.chunks if c.file_id != file_id), None)
+        problem = ("another spec has the same file_id; give one of them another name" if file_id in seen else
+                   "duplicate chunk ids" if len(set(ids)) != len(ids) else
+                   f"chunk {stray!r} belongs to another file_id" if stray else "")
+        if problem:
+            logger.warning("not indexed: %s (%s): %s", file_id, api.api.source, problem)
+            continue
+        seen.add(file_id)
+        kept.append(api)
+    apis[:] = kept
 
 
 def _pause() -> None:

@@ -1,4 +1,4 @@
-"""The lexical side of the local index: text analysis and BM25 over term postings.
+"""The lexical side of the local index: BM25 over term postings (terms from pipeline.analysis).
 
 Scores are bm25s's (Lucene variant: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), k1 1.5, b 0.75),
 but computed at query time from stored term frequencies instead of precomputed per document.
@@ -12,43 +12,20 @@ returns filtered-out hits at score 0, and bm25s scores every document of the cor
 
 from __future__ import annotations
 
-import re
-from functools import cached_property, lru_cache
+from functools import cached_property
 
-import bm25s
 import numpy as np
-import Stemmer
 
-from pipeline.lexical import stem_terms
+from pipeline.analysis import index_tokens, query_terms
 
-LEXICAL_VERSION = "1"  # bump when the analysis below changes: stored search texts are re-tokenized
+LEXICAL_VERSION = "2"  # bump when pipeline.analysis changes index terms: stored search texts are re-tokenized
 K1, B = 1.5, 0.75
-_WORD = re.compile(r"\w{4,}")
-_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-
-
-# ---- analysis: the one place that decides what a term is ---------------------------------
-
-def split_identifiers(text: str) -> str:
-    """Append the parts of camelCase / snake_case words: ``getMovieCredits`` also matches 'credits'."""
-    extra = [p for w in _WORD.findall(text) if len(parts := _PART.findall(w)) > 1 for p in parts]
-    return f"{text} {' '.join(extra)}" if extra else text
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
+__all__ = ["LEXICAL_VERSION", "Postings", "document_terms", "query_terms", "top_k"]
 
 
 def document_terms(texts: list[str]) -> list[list[str]]:
-    """Index-side terms of each text: identifiers split, bm25s's English stopwords, Snowball stems."""
-    return bm25s.tokenize([split_identifiers(t) for t in texts], stopwords="en", stemmer=_stemmer(),
-                          return_ids=False, show_progress=False)
-
-
-def query_terms(query: str) -> list[str]:
-    """Query-side terms: the fuller stopword list that questions need (pipeline.lexical)."""
-    return stem_terms(query)
+    """Index-side terms of each text (pipeline.analysis: identifier parts, standard stopwords, stems)."""
+    return index_tokens(texts, return_ids=False)
 
 
 # ---- scoring -----------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from pipeline.specs.chunker import CHUNKER_VERSION
-from pipeline.specs.ingest import admit, iter_ingest, plan_jobs, summarise
+from pipeline.specs.ingest import UnfinishedSpec, admit, iter_ingest, plan_jobs, summarise
+from pipeline.specs.limits import SpecLimits
 from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
 from pipeline.specs.sources import ApiSummary, FileStamp, SourceRecord, SourceState, Stamper
 
@@ -24,50 +25,52 @@ class IncrementalIngest(BaseModel):
 
 
 def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | None, held: dict[str, str], *,
-                   chunker_version: str = CHUNKER_VERSION, workers: int | None = None,
-                   progress: bool = False) -> IncrementalIngest:
+                   limits: SpecLimits | None = None, chunker_version: str = CHUNKER_VERSION,
+                   workers: int | None = None, progress: bool = False) -> IncrementalIngest:
     """``ingest_paths`` that reads a file only when its record in ``previous`` no longer matches.
 
     ``held``: file_id -> content hash of the APIs the index holds; an unchanged spec whose API
     the index lacks is read again (its chunks are needed). Reports what a full ingest reports."""
     start = time.perf_counter()
-    jobs = plan_jobs(paths, max_tokens)
-    if previous is not None and (previous.chunker_version, previous.max_tokens) != (chunker_version, max_tokens):
-        previous = None
-    stamper = Stamper(previous)
+    limits = limits or SpecLimits.from_settings()
+    jobs = plan_jobs(paths, max_tokens, limits)
+    if previous is not None and (previous.chunker_version, previous.max_tokens, _bounds(previous.limits)) != (
+            chunker_version, max_tokens, _bounds(limits)):
+        previous = None  # every verdict may differ: read everything again
+    stamper = Stamper(previous, limits.max_bytes)
     old = previous.records if previous is not None else {}
-    keys = {j[0]: str(Path(j[0]).resolve()) for j in jobs}  # records outlive the working directory
+    keys = {j.path: str(Path(j.path).resolve()) for j in jobs}  # records outlive the working directory
     appeared = [Path(k) for k in keys.values() if k not in old] if old else []
     records: dict[str, SourceRecord] = {}
     todo = []
     for job in jobs:
-        record = old.get(keys[job[0]])
-        if record is not None and record.explicit == job[3]:
+        record = old.get(keys[job.path])
+        if record is not None and record.explicit == job.explicit:
             record = _still_valid(record, stamper, held, appeared)
-        if record is not None and record.explicit == job[3]:
-            records[keys[job[0]]] = record
+        if record is not None and record.explicit == job.explicit:
+            records[keys[job.path]] = record
         else:
             todo.append(job)
-    before = {keys[j[0]]: stamper.stamp(keys[j[0]]) for j in todo}  # stamped before reading
+    before = {keys[j.path]: stamper.stamp(keys[j.path]) for j in todo}  # stamped before reading
     outcomes: dict[str, ApiChunks | SkippedSpec | None] = {}
     bar = tqdm(total=len(todo), desc="ingest", unit="file", disable=not progress, leave=False)
     for (path, outcome), job in zip(iter_ingest(todo, workers), todo):
         bar.update()
         outcomes[keys[path]] = outcome
-        if (record := _record(stamper, keys[path], before[keys[path]], job[3], outcome)) is not None:
+        if (record := _record(stamper, keys[path], before[keys[path]], job.explicit, outcome)) is not None:
             records[keys[path]] = record
     bar.close()
-    result = IncrementalIngest(parsed=[str(j[0]) for j in todo], state=SourceState(
-        chunker_version=chunker_version, max_tokens=max_tokens, checked_ns=stamper.started_ns, records=records))
+    result = IncrementalIngest(parsed=[str(j.path) for j in todo], state=SourceState(
+        chunker_version=chunker_version, max_tokens=max_tokens, limits=limits, checked_ns=stamper.started_ns, records=records))
     seen: dict[str, str] = {}
     for job in jobs:
-        key = keys[job[0]]
+        key = keys[job.path]
         outcome = outcomes[key] if key in outcomes else (records[key].api or records[key].skipped)
         if isinstance(outcome, SkippedSpec):
             result.report.specs_skipped.append(outcome)
-        elif isinstance(outcome, ApiChunks) and admit(result.report, seen, job[0], outcome.api.file_id):
+        elif isinstance(outcome, ApiChunks) and admit(result.report, seen, job.path, outcome.api.file_id):
             result.apis.append(outcome)
-        elif isinstance(outcome, ApiSummary) and admit(result.report, seen, job[0], outcome.info.file_id):
+        elif isinstance(outcome, ApiSummary) and admit(result.report, seen, job.path, outcome.info.file_id):
             result.kept.append(outcome)
     result.apis.sort(key=lambda a: a.api.file_id)
     result.kept.sort(key=lambda a: a.info.file_id)
@@ -75,6 +78,11 @@ def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | N
     summarise(result.report, sorted([ApiSummary.of(a) for a in result.apis] + result.kept, key=lambda a: a.info.file_id))
     result.report.seconds = round(time.perf_counter() - start, 2)
     return result
+
+
+def _bounds(limits: SpecLimits | None) -> dict | None:
+    """The limits that decide a verdict; a spec that ran out of time has no record (UnfinishedSpec)."""
+    return None if limits is None else limits.model_dump(exclude={"timeout_s"})
 
 
 def _still_valid(record: SourceRecord, stamper: Stamper, held: dict[str, str],
@@ -94,8 +102,8 @@ def _still_valid(record: SourceRecord, stamper: Stamper, held: dict[str, str],
 
 def _record(stamper: Stamper, path: str, stamp: FileStamp | None, explicit: bool,
             outcome: ApiChunks | SkippedSpec | None) -> SourceRecord | None:
-    if stamp is None:
-        return None
+    if stamp is None or isinstance(outcome, UnfinishedSpec):
+        return None  # unreadable now, or no verdict (time limit): read again next run
     if isinstance(outcome, ApiChunks):
         stamps = stamper.stamps_after_read(path, stamp, outcome.api)
         return None if stamps is None else SourceRecord(explicit=explicit, outcome="api", stamps=stamps,

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -22,6 +23,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.errors import SpecError
+from pipeline.specs.files import read_regular_file
+from pipeline.specs.limits import SpecLimits
 from pipeline.specs.models import ApiChunks, ApiInfo, RefStats, SkippedSpec
 
 logger = logging.getLogger(__name__)
@@ -43,13 +47,15 @@ class ApiSummary(BaseModel):
     refs: RefStats
     chunk_counts: dict[str, int] = Field(description="chunks by type")
     unresolved_samples: list[str] = Field(default_factory=list)
+    dropped: dict[str, int] = Field(default_factory=dict, description="elements left out, by reason")
 
     @classmethod
     def of(cls, api: ApiChunks) -> "ApiSummary":
         counts: dict[str, int] = {}
         for chunk in api.chunks:
             counts[chunk.type.value] = counts.get(chunk.type.value, 0) + 1
-        return cls(info=api.api, refs=api.refs, chunk_counts=counts, unresolved_samples=api.unresolved_samples)
+        return cls(info=api.api, refs=api.refs, chunk_counts=counts, unresolved_samples=api.unresolved_samples,
+                   dropped=api.dropped)
 
 
 class SourceRecord(BaseModel):
@@ -63,6 +69,7 @@ class SourceRecord(BaseModel):
 class SourceState(BaseModel):
     chunker_version: str
     max_tokens: int
+    limits: SpecLimits | None = Field(None, description="the bounds the specs were read under")
     checked_ns: int = Field(0, description="when the stamps were last checked")
     records: dict[str, SourceRecord] = Field(default_factory=dict, description="candidate file -> record")
 
@@ -70,7 +77,8 @@ class SourceState(BaseModel):
 class Stamper:
     """Stamps of files, reusing ``previous`` stamps whose size and old-enough mtime still match."""
 
-    def __init__(self, previous: SourceState | None):
+    def __init__(self, previous: SourceState | None, max_bytes: int):
+        self.max_bytes = max_bytes
         self.known: dict[str, FileStamp] = {}
         self.trusted_before = (previous.checked_ns - RACY_NS) if previous else 0
         if previous is not None:
@@ -86,15 +94,16 @@ class Stamper:
         return self._cache[path]
 
     def _stamp(self, path: str) -> FileStamp | None:
+        """Only a regular file within the size cap is hashed (a FIFO or a device named like a spec
+        must not block or fill memory here either); read through the same guarded reader as ingest."""
         try:
             st = os.stat(path)
             old = self.known.get(path)
             if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns \
-                    and st.st_mtime_ns < self.trusted_before:
+                    and st.st_mtime_ns < self.trusted_before and stat.S_ISREG(st.st_mode):
                 return old
-            with open(path, "rb") as fh:
-                digest = hashlib.file_digest(fh, "sha256").hexdigest()
-        except OSError:
+            digest = hashlib.sha256(read_regular_file(Path(path), self.max_bytes)).hexdigest()
+        except (OSError, SpecError):
             return None
         return FileStamp(size=st.st_size, mtime_ns=st.st_mtime_ns, sha256=digest)
 

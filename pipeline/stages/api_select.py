@@ -12,22 +12,21 @@ The top ``max_apis`` are kept, fewer when the fused score drops off.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from pathlib import Path
+import asyncio
+import time
 from typing import Callable
 
 import numpy as np
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.base.base_retriever import BaseRetriever
 
-from pipeline.catalog.io import load_api_indexes, load_catalog
 from pipeline.catalog.models import ApiIndex, Catalog
-from pipeline.context import RetrievalStats
+from pipeline.fusion import DEFAULT_K, weighted_rrf
 from pipeline.lexical import Bm25Ranker
-from pipeline.stages.types import ApiSelection
+from pipeline.stages.query import SpecQuery
+from pipeline.stages.results import ApiSelection
+from pipeline.stages.timing import elapsed_ms
 
-ChunkSearch = Callable[[str, int], list[NodeWithScore]]
 EmbedQuery = Callable[[str], "list[float] | None"]
-RRF_K = 60
 
 
 def api_document(entry_text: str, index: ApiIndex | None) -> str:
@@ -40,27 +39,25 @@ def api_document(entry_text: str, index: ApiIndex | None) -> str:
 
 
 class KeywordApiSelector:
-    def __init__(self, catalog: Catalog, indexes: dict[str, ApiIndex], chunk_search: ChunkSearch | None = None,
+    """Offline stage 1; also the LLM selector's shortlister and fallback."""
+
+    def __init__(self, catalog: Catalog, indexes: dict[str, ApiIndex], evidence: BaseRetriever | None = None,
                  max_apis: int = 3, drop_off: float = 0.5, evidence_depth: int = 20,
                  api_vectors: np.ndarray | None = None, embed_query: EmbedQuery | None = None,
-                 weights: tuple[float, float, float] = (0.5, 1.0, 1.5)):
+                 weights: tuple[float, float, float] = (0.5, 1.0, 1.5), rrf_k: int = DEFAULT_K):
         self.catalog = catalog
         self.ids = [e.file_id for e in catalog.apis]
-        self.chunk_search = chunk_search
+        self.evidence = evidence
         self.max_apis = max_apis
         self.drop_off = drop_off
         self.evidence_depth = evidence_depth
         self.api_vectors = api_vectors
         self.embed_query = embed_query
         self.weights = weights  # catalog BM25, catalog vector, endpoint evidence (measured: see README)
+        self.rrf_k = rrf_k
         docs = [api_document(f"{e.name} {e.file_id} {e.description} {' '.join(e.domains)}", indexes.get(e.file_id))
                 for e in catalog.apis]
         self._ranker = Bm25Ranker(docs)
-
-    @classmethod
-    def from_catalog_dir(cls, catalog_dir: Path, chunk_search: ChunkSearch | None = None, max_apis: int = 3) -> "KeywordApiSelector":
-        catalog = load_catalog(catalog_dir)
-        return cls(catalog, load_api_indexes(catalog_dir, catalog), chunk_search, max_apis)
 
     def shortlist(self, query: str, n: int) -> list[tuple[str, float]]:
         """(file_id, fused score), best first; at most ``n``."""
@@ -68,11 +65,7 @@ class KeywordApiSelector:
         rankings = [([self.ids[i] for i, _ in self._ranker.top(query, depth)], self.weights[0]),
                     (self._semantic(query, depth), self.weights[1]),
                     (self._evidence(query), self.weights[2])]
-        fused: dict[str, float] = defaultdict(float)
-        for ranking, weight in rankings:
-            for rank, api in enumerate(ranking, start=1):
-                fused[api] += weight / (RRF_K + rank)
-        return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+        return weighted_rrf(rankings, self.rrf_k)[:n]
 
     def _semantic(self, query: str, depth: int) -> list[str]:
         if self.api_vectors is None or self.embed_query is None:
@@ -86,18 +79,27 @@ class KeywordApiSelector:
     def _evidence(self, query: str) -> list[str]:
         """APIs in the order of their best endpoint among the fleet-wide top hits. (Summing
         votes per API, or dividing them by API size, measured no better on the labeled sets.)"""
-        if self.chunk_search is None:
+        if self.evidence is None:
             return []
-        apis = (str(hit.node.metadata.get("source_file", "")) for hit in self.chunk_search(query, self.evidence_depth))
+        hits = self.evidence.retrieve(SpecQuery(query_str=query, types=["endpoint"], top_k=self.evidence_depth,
+                                                hydrate=False))
+        apis = (str(hit.node.metadata.get("source_file", "")) for hit in hits)
         return [api for api in dict.fromkeys(apis) if api]
 
-    def select(self, query: str, stats: RetrievalStats) -> ApiSelection:
+    def select(self, query: str) -> ApiSelection:
+        start = time.perf_counter()
         ranked = self.shortlist(query, self.max_apis)
-        if not ranked:
-            return ApiSelection(selected_apis=[], reasoning="no catalog entry shares a term with the query")
-        top = ranked[0][1]
-        kept = [(api, score) for api, score in ranked if score >= top * self.drop_off]
-        signals = ["catalog BM25"] + (["catalog vector"] if self.api_vectors is not None else []) + \
-            (["endpoint evidence"] if self.chunk_search else [])
-        reasoning = f"keyword ranking ({' + '.join(signals)}): " + ", ".join(f"{a} {s:.4f}" for a, s in kept)
-        return ApiSelection(selected_apis=[api for api, _ in kept], reasoning=reasoning)
+        result = ApiSelection(reasoning="no catalog entry shares a term with the query")
+        if ranked:
+            top = ranked[0][1]
+            kept = [(api, score) for api, score in ranked if score >= top * self.drop_off]
+            signals = ["catalog BM25"] + (["catalog vector"] if self.api_vectors is not None else []) + \
+                (["endpoint evidence"] if self.evidence is not None else [])
+            result = ApiSelection(selected_apis=[api for api, _ in kept], reasoning=(
+                f"keyword ranking ({' + '.join(signals)}): " + ", ".join(f"{a} {s:.4f}" for a, s in kept)))
+        result.fall_back("no_llm", "offline: keyword selection")
+        result.ms = elapsed_ms(start)
+        return result
+
+    async def aselect(self, query: str) -> ApiSelection:
+        return await asyncio.to_thread(self.select, query)

@@ -8,37 +8,40 @@ added terms found in no selected index are dropped. Failures fall back to the ke
 from __future__ import annotations
 
 import hashlib
-import re
-from pathlib import Path
+import time
 from typing import Any, Callable, Protocol
 
 from llama_index.core.llms import LLM
-from llama_index.core.prompts import PromptTemplate
-from llama_index.core.utils import get_tokenizer
+from pydantic import BaseModel, Field
 
+from pipeline.analysis import identifier_words
 from pipeline.cache import TTLCache, cache_key
 from pipeline.catalog.models import ApiIndex
-from pipeline.context import LLMCall, RetrievalStats
-from pipeline.errors import LLMStageError
-from pipeline.llm import model_name, structured_call
-from pipeline.prompts import FilePromptStage, PromptInfo, PromptSet
+from pipeline.llm import model_name
+from pipeline.prompts import PromptSet
 from pipeline.settings import Settings
-from pipeline.stages.types import QueryExpansion
+from pipeline.stages.llm_stage import LLMStage, with_fallback
+from pipeline.stages.results import QueryExpansion
+from pipeline.stages.timing import elapsed_ms
 
-STAGE, PROMPT = "expand", "expand_query"
 MAX_TERMS = 10
 IndexLoader = Callable[[str], "ApiIndex | None"]
+
+
+class ExpansionAnswer(BaseModel):
+    """What the LLM is asked to return (prompts/expand_query.txt)."""
+
+    expanded_query: str = Field("", description="the task, then the added terms")
+    original_terms: list[str] = Field(default_factory=list, description="key words of the task")
+    added_terms: list[str] = Field(default_factory=list, description="terms copied from the indexes")
 
 
 class KeywordExpander(Protocol):
     """The offline stage 2 (``KeywordQueryExpander``), used as the fallback."""
 
-    def expand(self, query: str, selected_apis: list[str], stats: RetrievalStats) -> QueryExpansion: ...
+    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
 
-
-def words(text: str) -> list[str]:
-    """Lowercase word tokens, camelCase split: ``getMovieCredits`` -> get, movie, credits."""
-    return re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).lower())
+    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
 
 
 def index_lines(index: ApiIndex) -> list[str]:
@@ -60,37 +63,39 @@ def vocabulary(index: ApiIndex) -> set[str]:
     for ep in index.endpoints:
         vocab |= {op.lower() for op in ep.operation_ids}
     text = " ".join([*index_lines(index), *(g.name for g in index.domains)])
-    return vocab | set(words(text))
+    return vocab | set(identifier_words(text))
 
 
-class LLMQueryExpander(FilePromptStage):
-    prompt_key, stage = PROMPT, STAGE
-
+class LLMQueryExpander(LLMStage):
     """Stage 2 by LLM, with the keyword expander as fallback."""
 
-    def __init__(self, llm: LLM, index_source: Path | IndexLoader, fallback: KeywordExpander, prompts: PromptSet,
-                 settings: Settings, cache: TTLCache | None = None):
-        self.llm, self.fallback, self.settings, self.cache = llm, fallback, settings, cache
-        self.load_index: IndexLoader = _loader(index_source)
-        self.prompt: PromptTemplate = prompts.expand_query
-        self.prompt_info: PromptInfo = prompts.info(PROMPT)
+    prompt_key, stage = "expand_query", "expand"
 
-    def expand(self, query: str, selected_apis: list[str], stats: RetrievalStats) -> QueryExpansion:
-        """The expansion; the stats record the prompt, the call, dropped terms and any fallback."""
-        stats.mode = "llm"
-        stats.prompts[STAGE] = self.prompt_info.label
-        indexes = [ix for ix in map(self.load_index, selected_apis) if ix is not None]
-        result = None
-        if not indexes:
-            stats.add_fallback(STAGE, "no_index", f"no detailed index for {selected_apis}")
-        else:
-            raw = self._ask(query, indexes, stats)
-            result = self._validate(query, raw, indexes, stats) if raw is not None else None
-        if result is None:
-            result = self.fallback.expand(query, selected_apis, stats)
-        stats.expanded_query = result.expanded_query
-        stats.original_terms, stats.added_terms = list(result.original_terms), list(result.added_terms)
-        return result
+    def __init__(self, llm: LLM | None, load_index: IndexLoader, fallback: KeywordExpander, prompts: PromptSet,
+                 settings: Settings, cache: TTLCache | None = None):
+        super().__init__(llm, prompts, settings, cache)
+        self.load_index, self.fallback = load_index, fallback
+
+    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+        """The expansion; the result records the prompt, the call, dropped terms and any fallback."""
+        start, result = time.perf_counter(), self.started(QueryExpansion(expanded_query=query))
+        indexes, template_vars = self._indexes(selected_apis, result), None
+        if indexes and self.llm is not None:
+            template_vars = self.prompt_vars(query, indexes)
+        answer = self.ask(ExpansionAnswer, self._key(query, template_vars), result, lambda: template_vars) \
+            if template_vars else None
+        return self._finish(query, answer, indexes, result, start) or \
+            with_fallback(result, self.fallback.expand(query, selected_apis), start)
+
+    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+        start, result = time.perf_counter(), self.started(QueryExpansion(expanded_query=query))
+        indexes, template_vars = self._indexes(selected_apis, result), None
+        if indexes and self.llm is not None:
+            template_vars = self.prompt_vars(query, indexes)
+        answer = await self.aask(ExpansionAnswer, self._key(query, template_vars), result, lambda: template_vars) \
+            if template_vars else None
+        return self._finish(query, answer, indexes, result, start) or \
+            with_fallback(result, await self.fallback.aexpand(query, selected_apis), start)
 
     def prompt_vars(self, query: str, indexes: list[ApiIndex]) -> dict[str, Any]:
         """Exactly the variables ``expand_query`` is formatted with (a test checks the files use these)."""
@@ -98,59 +103,58 @@ class LLMQueryExpander(FilePromptStage):
 
     def render_indexes(self, query: str, indexes: list[ApiIndex]) -> str:
         """Each API gets an equal share of the budget; lines sharing words with the query go first."""
-        fixed = self._count(self.prompt.format(query=query, api_indexes="", max_terms=MAX_TERMS))
+        fixed = self.count(self.prompt.format(query=query, api_indexes="", max_terms=MAX_TERMS))
         share = (self.settings.expansion_prompt_token_budget - fixed) // len(indexes)
-        stems = {w.rstrip("s") for w in words(query) if len(w) > 2}
+        stems = {w.rstrip("s") for w in identifier_words(query) if len(w) > 2}
         blocks = []
         for index in indexes:
-            lines = sorted(index_lines(index), key=lambda ln: -len(stems & {w.rstrip("s") for w in words(ln)}))
+            lines = sorted(index_lines(index),
+                           key=lambda ln: -len(stems & {w.rstrip("s") for w in identifier_words(ln)}))
             block = [f"## {index.file_id} — {index.name}"]
-            left = share - self._count(block[0]) - 2
+            left = share - self.count(block[0]) - 2
             for line in lines:
-                left -= self._count(line) + 1
+                left -= self.count(line) + 1
                 if left < 0:
                     break
                 block.append(line)
             blocks.append("\n".join(block))
         return "\n\n".join(blocks)
 
-    def _ask(self, query: str, indexes: list[ApiIndex], stats: RetrievalStats) -> QueryExpansion | None:
-        template_vars = self.prompt_vars(query, indexes)
-        # the rendered indexes stand in for the catalog version: same text, same answer
-        shown = hashlib.sha256(template_vars["api_indexes"].encode()).hexdigest()[:16]
-        key = cache_key(STAGE, query, catalog_version=shown, prompt_hash=self.prompt_info.hash,
-                        model=model_name(self.llm))
-        return self._cached_call(QueryExpansion, key, stats, lambda: template_vars)
+    def _indexes(self, selected_apis: list[str], result: QueryExpansion) -> list[ApiIndex]:
+        indexes = [ix for ix in map(self.load_index, selected_apis) if ix is not None]
+        if not indexes and self.llm is not None:
+            result.fall_back("no_index", f"no detailed index for {selected_apis}")
+        return indexes
 
-    def _validate(self, query: str, raw: QueryExpansion, indexes: list[ApiIndex],
-                  stats: RetrievalStats) -> QueryExpansion | None:
+    def _key(self, query: str, template_vars: dict[str, Any] | None) -> tuple:
+        # the rendered indexes stand in for the catalog version: same text, same answer
+        shown = hashlib.sha256(str((template_vars or {}).get("api_indexes", "")).encode()).hexdigest()[:16]
+        return cache_key(self.stage, query, catalog_version=shown, prompt_hash=self.prompt_info.hash,
+                         model=model_name(self.llm) if self.llm is not None else "")
+
+    def _finish(self, query: str, answer: ExpansionAnswer | None, indexes: list[ApiIndex],
+                result: QueryExpansion, start: float) -> QueryExpansion | None:
         """User's query first, then the added terms that some selected index holds; None: fall back."""
+        if answer is None:
+            return None
         vocab = set().union(*map(vocabulary, indexes))
-        query_words = set(words(query))
+        query_words = set(identifier_words(query))
         added: list[str] = []
-        dropped: list[str] = []
-        for term in (str(t).strip() for t in raw.added_terms):
-            term_words = set(words(term))
+        for term in (str(t).strip() for t in answer.added_terms):
+            term_words = set(identifier_words(term))
             if not term_words or term_words <= query_words or term.lower() in {a.lower() for a in added}:
                 continue
             if term.lower() in vocab or term_words <= vocab:
                 added.append(term)
             else:
-                dropped.append(term)
-        stats.dropped_terms.extend(dropped)
-        if dropped and not added:
-            stats.add_fallback(STAGE, "no_valid_terms", ", ".join(dropped))
+                result.dropped_terms.append(term)
+        if result.dropped_terms and not added:
+            result.fall_back("no_valid_terms", ", ".join(result.dropped_terms))
             return None
         added = added[:MAX_TERMS]
-        original = [t for t in raw.original_terms if words(t) and set(words(t)) <= query_words]
-        return QueryExpansion(expanded_query=" ".join([query.strip(), *added]),
-                              original_terms=original or list(dict.fromkeys(words(query))), added_terms=added)
-
-
-
-def _loader(source: Path | IndexLoader) -> IndexLoader:
-    if callable(source):
-        return source
-    from pipeline.catalog.io import load_api_index  # the lead's module; imported late on purpose
-
-    return lambda file_id: load_api_index(Path(source), file_id)
+        original = [t for t in answer.original_terms
+                    if identifier_words(t) and set(identifier_words(t)) <= query_words]
+        result.expanded_query = " ".join([query.strip(), *added])
+        result.original_terms = original or list(dict.fromkeys(identifier_words(query)))
+        result.added_terms, result.ms = added, elapsed_ms(start)
+        return result

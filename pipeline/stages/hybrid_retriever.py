@@ -1,20 +1,23 @@
-"""Stage 3: metadata-filtered hybrid search (vector + BM25, fused by RRF) over the chunk index.
+"""Stage 3's retriever: metadata-filtered hybrid search (vector + BM25, fused by weighted RRF).
 
-The filter (``source_file IN selected_apis``, optional ``type IN ...``) is applied on both
-sides, so no chunk of a non-selected API can come back. The vector side embeds
-``query_bundle.embedding_strs`` (the user's words); BM25 reads ``query_str`` (the expanded query).
+The per-query filters travel in the query bundle (:class:`SpecQuery`): ``file_ids`` and
+``types`` are applied on both sides, so no chunk of a non-selected API can come back. The vector
+side embeds ``embedding_strs`` (the user's words); BM25 reads ``query_str`` (the expanded query).
+A plain ``QueryBundle`` searches the whole index with the retriever's defaults.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from pipeline.fusion import DEFAULT_K, weighted_rrf
 from pipeline.settings import Settings
 from pipeline.specs.ids import base_chunk_id
-from pipeline.stages.fusion import reciprocal_rank_fusion
+from pipeline.stages.query import SpecQuery
 
 
 class SearchIndex(Protocol):
@@ -44,17 +47,21 @@ def collapse_parts(hits: list[NodeWithScore]) -> list[NodeWithScore]:
 
 
 class HybridRetriever(BaseRetriever):
-    def __init__(self, index: SearchIndex, *, top_k: int = 5, rrf_k: int = 60, vector_weight: float = 0.6,
-                 bm25_weight: float = 0.4, candidates: int = 30, file_ids: list[str] | None = None,
-                 types: list[str] | None = None):
+    """Holds only what is the same for every query: the index, the fusion weights, the depth."""
+
+    def __init__(self, index: SearchIndex, *, top_k: int = 5, rrf_k: int = DEFAULT_K, vector_weight: float = 0.6,
+                 bm25_weight: float = 0.4, candidates: int = 30):
         super().__init__()
         self.index = index
         self.top_k = top_k
         self.rrf_k = rrf_k
         self.weights = (vector_weight, bm25_weight)
         self.candidates = candidates
-        self.file_ids = file_ids
-        self.types = types
+
+    @property
+    def search_mode(self) -> str:
+        """hybrid, or lexical when the index has no usable vectors (read per query: a rebuild may change it)."""
+        return self.index.search_mode
 
     @classmethod
     def from_settings(cls, index: SearchIndex, settings: Settings) -> "HybridRetriever":
@@ -62,18 +69,26 @@ class HybridRetriever(BaseRetriever):
                    vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self.search(query_bundle, self.file_ids, self.types, self.top_k)
-
-    def search(self, query_bundle: QueryBundle, file_ids: list[str] | None, types: list[str] | None,
-               top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
-        """Fused top ``top_k``; ``hydrate=False`` leaves them as id/API/type stubs (cheap)."""
-        if file_ids is not None and not file_ids:
+        """Fused top k; ``SpecQuery(hydrate=False)`` leaves them as id/API/type stubs (cheap)."""
+        query = query_bundle if isinstance(query_bundle, SpecQuery) else SpecQuery(
+            query_str=query_bundle.query_str, custom_embedding_strs=query_bundle.custom_embedding_strs)
+        if query.file_ids is not None and not query.file_ids:
             return []
+        top_k = query.top_k or self.top_k
         depth = max(self.candidates, 3 * top_k)
-        vector_query = (query_bundle.embedding_strs or [query_bundle.query_str])[0]
-        vector_hits = (self.index.vector_search(vector_query, file_ids, types, depth, hydrate=False)
+        vector_query = (query.embedding_strs or [query.query_str])[0]
+        vector_hits = (self.index.vector_search(vector_query, query.file_ids, query.types, depth, hydrate=False)
                        if self.index.search_mode == "hybrid" else [])
-        lexical_hits = self.index.lexical_search(query_bundle.query_str, file_ids, types, depth, hydrate=False)
-        fused = reciprocal_rank_fusion([(collapse_parts(vector_hits), self.weights[0]),
-                                        (collapse_parts(lexical_hits), self.weights[1])], self.rrf_k)
-        return self.index.hydrate(fused[:top_k]) if hydrate else fused[:top_k]
+        lexical_hits = self.index.lexical_search(query.query_str, query.file_ids, query.types, depth, hydrate=False)
+        first: dict[str, NodeWithScore] = {}
+        rankings = []
+        for hits, weight in ((collapse_parts(vector_hits), self.weights[0]),
+                             (collapse_parts(lexical_hits), self.weights[1])):
+            for hit in hits:
+                first.setdefault(hit.node.node_id, hit)
+            rankings.append(([hit.node.node_id for hit in hits], weight))
+        fused = [NodeWithScore(node=first[i].node, score=score) for i, score in weighted_rrf(rankings, self.rrf_k)[:top_k]]
+        return self.index.hydrate(fused) if query.hydrate else fused
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await asyncio.to_thread(self._retrieve, query_bundle)

@@ -15,13 +15,17 @@ consumes its id (the best-ranked endpoint of the API that takes it: ``/search/pe
 from __future__ import annotations
 
 import re
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from pipeline.analysis import query_terms as stem_terms
 from pipeline.catalog.models import ApiIndex
-from pipeline.lexical import stem_terms
 from pipeline.specs.ids import operation_chunk_id, parse_operation_id
+from pipeline.stages.query import SpecQuery
+from pipeline.stages.results import ADDED_STEP
 
 LOOKUP_WORDS = {"search", "find", "lookup", "query"}
 PERSON_WORDS = {"person", "people", "user", "member", "author", "artist", "actor", "customer", "contact",
@@ -99,22 +103,44 @@ def needed_resources(chunk_ids: list[str]) -> set[str]:
     return needed
 
 
-class LookupStepAdder:
-    def __init__(self, load_index: Callable[[str], ApiIndex | None], max_added: int = 2, top_hits: int = 3):
-        self.load_index = load_index
-        self.max_added = max_added
-        self.top_hits = top_hits
-        self._cache: dict[str, list[LookupEndpoint]] = {}
+class LookupStepAdder(BaseNodePostprocessor):
+    """Reorders a ranking (hits of one query), placing lookup steps after the top hit. Added nodes
+    carry their reason in ``metadata["added_step"]``."""
+
+    load_index: Any = Field(exclude=True, description="file_id -> ApiIndex | None")
+    hydrate: Any = Field(None, exclude=True, description="stub hits -> full nodes (the store's hydrate)")
+    retriever: Any = Field(None, exclude=True, description="ranks one API's endpoints for the follow-ups")
+    max_added: int = Field(2, description="lookup endpoints added at most")
+    top_hits: int = Field(3, description="hits whose id parameters a lookup may resolve")
+    _cache: dict = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "LookupStepAdder"
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: Optional[QueryBundle] = None) -> list[NodeWithScore]:
+        if query_bundle is None or not nodes:
+            return nodes
+        question = (query_bundle.embedding_strs or [query_bundle.query_str])[0]
+
+        def search_api(api: str) -> list[str]:
+            narrowed = SpecQuery(query_str=query_bundle.query_str, custom_embedding_strs=[question],
+                                 file_ids=[api], types=["endpoint"], top_k=30, hydrate=False)
+            return [n.node.node_id for n in self.retriever.retrieve(narrowed)]
+
+        depth = (query_bundle.top_k if isinstance(query_bundle, SpecQuery) else None) or len(nodes)
+        out, added = self.add(question, nodes, self.hydrate or (lambda hits: hits), depth,
+                              search_api if self.retriever is not None else None)
+        marked = set(added)
+        return [_marked(n, "a lookup step: the question names something this call finds, or uses what it finds")
+                if n.node.node_id in marked else n for n in out]
 
     def _lookups(self, file_id: str) -> list[LookupEndpoint]:
-        if file_id not in self._cache:
+        if file_id not in self._cache:  # a race only computes the same list twice
             index = self.load_index(file_id)
             self._cache[file_id] = lookup_endpoints(file_id, index) if index else []
         return self._cache[file_id]
-
-    def candidates(self, query: str, ranked_ids: list[str]) -> list[str]:
-        """Lookup endpoints to add for this query (best first), none when no entity is named."""
-        return [lookup.chunk_id for lookup in self._scored(query, ranked_ids)]
 
     def _scored(self, query: str, ranked_ids: list[str]) -> list[LookupEndpoint]:
         entities = named_entities(query)
@@ -165,3 +191,10 @@ class LookupStepAdder:
         moved = {n.node.node_id for n in inserted}
         rest = [n for n in ranked[1:] if n.node.node_id not in moved]
         return [ranked[0], *inserted, *rest][:depth], [n.node.node_id for n in inserted]
+
+
+def _marked(hit: NodeWithScore, reason: str) -> NodeWithScore:
+    node = hit.node.model_copy(update={"metadata": {**hit.node.metadata, ADDED_STEP: reason}})
+    node.excluded_embed_metadata_keys = [*hit.node.excluded_embed_metadata_keys, ADDED_STEP]
+    node.excluded_llm_metadata_keys = [*hit.node.excluded_llm_metadata_keys, ADDED_STEP]
+    return NodeWithScore(node=node, score=hit.score)

@@ -1,22 +1,23 @@
 """Stage 2 without an LLM: add the selected APIs' own vocabulary that matches the query.
 
 Candidates are the operationIds, schema names and path segments of the selected APIs'
-detailed indexes; one is added when it shares a stemmed term with the query. The user's
+detailed indexes; one is added when the query covers most of its IDF-weighted stems. The user's
 words always come first; added terms follow, best match first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
+import time
 from collections import Counter
-from pathlib import Path
 from typing import Callable
 
-from pipeline.catalog.io import load_api_index
+from pipeline.analysis import normalise, query_terms
 from pipeline.catalog.models import ApiIndex
-from pipeline.context import RetrievalStats
-from pipeline.lexical import normalise, stem_terms
-from pipeline.stages.types import QueryExpansion
+from pipeline.stages.results import QueryExpansion
+from pipeline.stages.timing import elapsed_ms
 
 MAX_ADDED_TERMS = 8
 MIN_COVERAGE = 0.5
@@ -34,29 +35,33 @@ def index_vocabulary(index: ApiIndex) -> list[str]:
 
 
 class KeywordQueryExpander:
+    """Offline stage 2; also the LLM expander's fallback."""
+
     def __init__(self, load_index: IndexLoader, max_added: int = MAX_ADDED_TERMS):
         self.load_index = load_index
         self.max_added = max_added
         self._vocab: dict[str, list[tuple[str, dict[str, float]]]] = {}
-
-    @classmethod
-    def from_catalog_dir(cls, catalog_dir: Path) -> "KeywordQueryExpander":
-        return cls(lambda file_id: load_api_index(catalog_dir, file_id))
+        self._lock = threading.Lock()
 
     def _vocabulary(self, file_id: str) -> list[tuple[str, dict[str, float]]]:
         """Each name with its stems weighted by IDF inside this API (its ubiquitous words weigh ~0)."""
-        if file_id not in self._vocab:
-            index = self.load_index(file_id)
-            names = index_vocabulary(index) if index else []
-            stems = [set(stem_terms(n)) for n in names]
-            df = Counter(s for group in stems for s in group)
-            idf = {s: math.log((1 + len(names)) / (1 + n)) for s, n in df.items()}
-            self._vocab[file_id] = [(n, {s: idf[s] for s in group}) for n, group in zip(names, stems) if group]
-        return self._vocab[file_id]
+        with self._lock:
+            cached = self._vocab.get(file_id)
+        if cached is not None:
+            return cached
+        index = self.load_index(file_id)
+        names = index_vocabulary(index) if index else []
+        stems = [set(query_terms(n)) for n in names]
+        df = Counter(s for group in stems for s in group)
+        idf = {s: math.log((1 + len(names)) / (1 + n)) for s, n in df.items()}
+        vocab = [(n, {s: idf[s] for s in group}) for n, group in zip(names, stems) if group]
+        with self._lock:
+            return self._vocab.setdefault(file_id, vocab)
 
-    def expand(self, query: str, selected_apis: list[str], stats: RetrievalStats) -> QueryExpansion:
-        original = [w for w in normalise(query).split() if stem_terms(w)]
-        query_stems = set(stem_terms(query))
+    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+        start = time.perf_counter()
+        original = [w for w in normalise(query).split() if query_terms(w)]
+        query_stems = set(query_terms(query))
         scored: dict[str, float] = {}
         for api in selected_apis:
             for name, weights in self._vocabulary(api):
@@ -68,5 +73,11 @@ class KeywordQueryExpander:
         query_words = set(normalise(query).split())
         added = [w for w, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
                  if not set(w.split()) <= query_words][: self.max_added]
-        expanded = " ".join([query.strip(), *added])
-        return QueryExpansion(expanded_query=expanded, original_terms=list(dict.fromkeys(original)), added_terms=added)
+        result = QueryExpansion(expanded_query=" ".join([query.strip(), *added]),
+                                original_terms=list(dict.fromkeys(original)), added_terms=added)
+        result.fall_back("no_llm", "offline: keyword expansion")
+        result.ms = elapsed_ms(start)
+        return result
+
+    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+        return await asyncio.to_thread(self.expand, query, selected_apis)

@@ -41,17 +41,18 @@ import threading
 import time
 from typing import Any, NamedTuple, Optional, Protocol, runtime_checkable
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from llama_index.core.utils import get_tokenizer
-from pydantic import BaseModel
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from pipeline.context import ContextChunk, CutRef
-from pipeline.nodes import chunk_to_node
+from pipeline.nodes import context_chunk, context_node
 from pipeline.settings import Settings
 from pipeline.specs.ids import base_chunk_id
 from pipeline.specs.models import Chunk, decode_ref_ids
+from pipeline.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, dispatcher
+from pipeline.stages.results import ContextChunk, ReferenceExpansion
+from pipeline.stages.timing import elapsed_ms
+from pipeline.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -64,27 +65,6 @@ class ChunkLookup(Protocol):
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         """Chunks by id, in one batch; ids that do not exist are absent from the result."""
         ...
-
-
-class ExpansionResult(BaseModel):
-    primary: list[ContextChunk] = Field(default_factory=list, description="the retriever's chunks, rank order")
-    referenced: list[ContextChunk] = Field(default_factory=list, description="dependencies, BFS order")
-    total_tokens: int = Field(0, description="tokens of primary plus referenced chunks")
-    refs_followed: int = Field(0, description="references added to the context")
-    refs_missing: list[str] = Field(default_factory=list, description="ref ids the lookup did not know")
-    refs_cut: list[CutRef] = Field(default_factory=list, description="refs left out by a limit, with the reason")
-    limits_hit: list[str] = Field(default_factory=list, description="depth, max_chunks, token_limit, timeout")
-    truncated: bool = Field(False, description="the timeout stopped the walk; the context is partial")
-
-    def cut(self, candidates: list[_Candidate], reason: str) -> None:
-        self.refs_cut += [CutRef(id=c.id, referenced_from=c.referenced_from, depth=c.depth, reason=reason)
-                          for c in candidates]
-        if candidates:
-            self.hit(reason)
-
-    def hit(self, reason: str) -> None:
-        if reason not in self.limits_hit:
-            self.limits_hit.append(reason)
 
 
 class _Candidate(NamedTuple):
@@ -102,7 +82,6 @@ class ReferenceExpander(BaseNodePostprocessor):
     token_limit: int = Field(4000, ge=0, description="token budget for the whole context (primaries always kept)")
     timeout_ms: int = Field(5000, gt=0, description="wall time for the walk; partial context after it")
     prioritize_primary: bool = Field(True, description="reserve at least 40% of the chunk slots for references")
-    _last_result: Optional[ExpansionResult] = PrivateAttr(default=None)
 
     def __init__(self, lookup: ChunkLookup, **kwargs: Any) -> None:
         if not isinstance(lookup, ChunkLookup):
@@ -119,19 +98,15 @@ class ReferenceExpander(BaseNodePostprocessor):
                    token_limit=settings.context_token_limit, timeout_ms=settings.timeout_ms,
                    prioritize_primary=settings.prioritize_primary)
 
-    @property
-    def last_result(self) -> ExpansionResult | None:
-        """Stats of the last ``postprocess_nodes`` call (not thread-safe: one expander per thread)."""
-        return self._last_result
-
-    def expand(self, primary: list[NodeWithScore]) -> ExpansionResult:
+    def expand(self, primary: list[NodeWithScore]) -> ReferenceExpansion:
         """Primary chunks plus their references, with every limit hit recorded."""
+        start = time.perf_counter()
         deadline = time.monotonic() + self.timeout_ms / 1000
-        result, visited = ExpansionResult(), set()
+        result, visited = ReferenceExpansion(), set()
         for nws in primary:
             if nws.node.node_id not in visited:
                 visited.add(nws.node.node_id)
-                result.primary.append(self._primary_chunk(nws))
+                result.primary.append(_primary_chunk(nws))
         result.total_tokens = sum(c.n_tokens for c in result.primary)
         if result.total_tokens > self.token_limit:
             result.hit("token_limit")
@@ -141,9 +116,10 @@ class ReferenceExpander(BaseNodePostprocessor):
         result.refs_followed = len(result.referenced)
         if result.refs_missing:
             logger.warning("%d referenced chunks not found: %s", len(result.refs_missing), result.refs_missing[:5])
+        result.ms = elapsed_ms(start)
         return result
 
-    def _walk(self, result: ExpansionResult, visited: set[str], roots: dict[str, int],
+    def _walk(self, result: ReferenceExpansion, visited: set[str], roots: dict[str, int],
               deadline: float) -> list[tuple[_Candidate, Chunk]]:
         """Breadth-first fetch, one batched lookup per level; each candidate inherits its parent's root."""
         fetched: list[tuple[_Candidate, Chunk]] = []
@@ -175,7 +151,7 @@ class ReferenceExpander(BaseNodePostprocessor):
             level = _candidates(parents, visited, level[0].depth + 1)
         return fetched
 
-    def _admit(self, result: ExpansionResult, fetched: list[tuple[_Candidate, Chunk]], roots: dict[str, int]) -> None:
+    def _admit(self, result: ReferenceExpansion, fetched: list[tuple[_Candidate, Chunk]], roots: dict[str, int]) -> None:
         """Admit by (root rank, depth): the best hit's whole closure before the next hit's refs."""
         slots = self._reference_slots(len(result.primary))
         budget = self._reference_tokens(result.total_tokens)
@@ -183,7 +159,7 @@ class ReferenceExpander(BaseNodePostprocessor):
         cut_reason: dict[str, str] = {}
         used = 0
         for cand, chunk in sorted(fetched, key=lambda fc: (_is_part(fc[0].id), roots[fc[0].id], fc[0].depth)):
-            n_tokens = chunk.n_tokens if chunk.n_tokens > 0 else _count_tokens(chunk.text)
+            n_tokens = chunk.n_tokens if chunk.n_tokens > 0 else count_tokens(chunk.text)
             reason = cut_reason.get(cand.referenced_from)  # never a child without its parent
             if reason is None and len(result.referenced) >= slots:
                 reason = "max_chunks"
@@ -204,12 +180,16 @@ class ReferenceExpander(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
     ) -> list[NodeWithScore]:
-        result = self.expand(nodes)
-        self._last_result = result
+        """The primaries as given (duplicates dropped), then every admitted reference. The list
+        returned is an :class:`ExpandedNodes`: its ``expansion`` is the typed result of this call."""
+        dispatcher.event(ReferenceExpansionStartEvent(query=query_bundle, nodes=nodes))
+        expansion = self.expand(nodes)
         by_id: dict[str, NodeWithScore] = {}
-        for nws in nodes:  # the primaries as given, duplicates dropped like in expand()
+        for nws in nodes:
             by_id.setdefault(nws.node.node_id, nws)
-        return [*by_id.values(), *(NodeWithScore(node=_reference_node(c), score=None) for c in result.referenced)]
+        out = ExpandedNodes([*by_id.values(), *(context_node(c) for c in expansion.referenced)], expansion)
+        dispatcher.event(ReferenceExpansionEndEvent(nodes=list(out), expansion=expansion))
+        return out
 
     def _reference_slots(self, n_primary: int) -> int:
         free = max(0, self.max_total_chunks - n_primary)
@@ -224,13 +204,19 @@ class ReferenceExpander(BaseNodePostprocessor):
             return max(free, int(self.token_limit * REFERENCE_SHARE))
         return free
 
-    @staticmethod
-    def _primary_chunk(nws: NodeWithScore) -> ContextChunk:
-        text = nws.node.get_content()
-        metadata = dict(nws.node.metadata)
-        n_tokens = int(metadata.get("n_tokens", 0) or 0)
-        return ContextChunk(id=nws.node.node_id, text=text, metadata=metadata, score=nws.score,
-                            n_tokens=n_tokens if n_tokens > 0 else _count_tokens(text))
+
+class ExpandedNodes(list):
+    """``postprocess_nodes``' answer: a plain list of nodes to any pipeline, which also carries
+    the call's typed :class:`ReferenceExpansion` (so no state is kept on the expander)."""
+
+    def __init__(self, nodes: list[NodeWithScore], expansion: ReferenceExpansion):
+        super().__init__(nodes)
+        self.expansion = expansion
+
+
+def _primary_chunk(nws: NodeWithScore) -> ContextChunk:
+    n_tokens = int(nws.node.metadata.get("n_tokens", 0) or 0)
+    return context_chunk(nws, n_tokens if n_tokens > 0 else count_tokens(nws.node.get_content()))
 
 
 def _candidates(parents: list[ContextChunk], visited: set[str], depth: int) -> list[_Candidate]:
@@ -273,16 +259,3 @@ def _fetch(lookup: ChunkLookup, ids: list[str], deadline: float) -> dict[str, Ch
     if "error" in box:
         raise box["error"]
     return box["value"]
-
-
-def _count_tokens(text: str) -> int:
-    return len(get_tokenizer()(text))
-
-
-def _reference_node(ctx: ContextChunk) -> TextNode:
-    node = chunk_to_node(Chunk.from_metadata(ctx.id, ctx.text, ctx.metadata))
-    extra = {"depth": ctx.depth, "referenced_from": ctx.referenced_from or ""}
-    node.metadata.update(extra)
-    node.excluded_embed_metadata_keys += list(extra)
-    node.excluded_llm_metadata_keys += list(extra)
-    return node

@@ -7,16 +7,15 @@ N indexes ``context.chunks`` (primary, then referenced) from 1, the order of the
 from __future__ import annotations
 
 import re
+import time
 
-from llama_index.core.llms import LLM
-
-from pipeline.context import ContextChunk, KnowledgeContext, LLMCall
+from pipeline.context import KnowledgeContext
 from pipeline.errors import LLMStageError
-from pipeline.llm import model_name, text_call
-from pipeline.prompts import PromptSet
-from pipeline.settings import Settings
+from pipeline.llm import atext_call, text_call
+from pipeline.stages.llm_stage import LLMStage
+from pipeline.stages.results import ContextChunk, LLMCall, SynthesisResult
+from pipeline.stages.timing import elapsed_ms
 
-STAGE, PROMPT = "synthesize", "synthesize"
 _CITATION = re.compile(r"\[Source\s+(\d+)\]", re.IGNORECASE)
 
 
@@ -42,31 +41,48 @@ def prompt_vars(context: KnowledgeContext) -> dict[str, str]:
     return {"query": context.query, "context": render_sources(context)}
 
 
-def synthesize_answer(llm: LLM, prompts: PromptSet, context: KnowledgeContext, *,
-                      settings: Settings) -> tuple[str, LLMCall]:
-    """The answer and its call record; "" when no answer could be made (the reason is in the stats).
+class Synthesizer(LLMStage):
+    """Answers from the context; the result is '' (with the reason) when no answer could be made."""
 
-    Records the prompt, the call and any fallback in ``context.retrieval_stats``; never raises.
-    """
-    stats, info = context.retrieval_stats, prompts.info(PROMPT)
-    stats.mode = "llm"
-    stats.prompts[STAGE] = info.label
-    if not context.chunks:
-        stats.add_fallback(STAGE, "no_context", "retrieval found no chunks to answer from")
-        return "", LLMCall(stage=STAGE, model=model_name(llm), prompt_name=info.name, prompt_hash=info.hash,
-                           attempts=0, ok=False)
-    try:
-        answer, call = text_call(llm, prompts.synthesize, stage=STAGE, prompt_info=info, settings=settings,
-                                 **prompt_vars(context))
-    except LLMStageError as exc:
-        call = exc.call if isinstance(exc.call, LLMCall) else LLMCall(
-            stage=STAGE, model=model_name(llm), prompt_name=info.name, prompt_hash=info.hash,
-            attempts=exc.attempts, ok=False)
-        stats.llm_calls.append(call)
-        stats.add_fallback(STAGE, exc.reason, str(exc))
-        return "", call
-    stats.llm_calls.append(call)
-    missing = [n for n in cited_sources(answer) if not 1 <= n <= len(context.chunks)]
-    if missing:
-        stats.warnings.append(f"answer cites sources that do not exist: {missing}")
-    return answer, call
+    prompt_key, stage = "synthesize", "synthesize"
+
+    def synthesize(self, context: KnowledgeContext) -> SynthesisResult:
+        start, result = time.perf_counter(), self.started(SynthesisResult())
+        if self._can_answer(context, result):
+            try:
+                answer, call = text_call(self.llm, self.prompt, stage=self.stage, prompt_info=self.prompt_info,
+                                         settings=self.settings, **prompt_vars(context))
+                self._answered_with(answer, call, context, result)
+            except LLMStageError as exc:
+                self._failed(exc, result)
+        result.ms = elapsed_ms(start)
+        return result
+
+    async def asynthesize(self, context: KnowledgeContext) -> SynthesisResult:
+        start, result = time.perf_counter(), self.started(SynthesisResult())
+        if self._can_answer(context, result):
+            try:
+                answer, call = await atext_call(self.llm, self.prompt, stage=self.stage,
+                                                prompt_info=self.prompt_info, settings=self.settings,
+                                                **prompt_vars(context))
+                self._answered_with(answer, call, context, result)
+            except LLMStageError as exc:
+                self._failed(exc, result)
+        result.ms = elapsed_ms(start)
+        return result
+
+    def _can_answer(self, context: KnowledgeContext, result: SynthesisResult) -> bool:
+        if self.llm is None:
+            return False
+        if not context.chunks:
+            result.fall_back("no_context", "retrieval found no chunks to answer from")
+            return False
+        return True
+
+    @staticmethod
+    def _answered_with(answer: str, call: LLMCall, context: KnowledgeContext, result: SynthesisResult) -> None:
+        result.llm_calls.append(call)
+        result.answer, result.cited_sources = answer, cited_sources(answer)
+        missing = [n for n in result.cited_sources if not 1 <= n <= len(context.chunks)]
+        if missing:
+            result.warnings.append(f"answer cites sources that do not exist: {missing}")

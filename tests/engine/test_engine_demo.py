@@ -65,7 +65,7 @@ def test_huge_query_is_cut_and_counted(demo_engine):
 
 
 def test_no_matching_api_searches_everything_and_says_so(demo_engine):
-    catalog_only = KeywordApiSelector(demo_engine.selector.catalog, {}, chunk_search=None)
+    catalog_only = KeywordApiSelector(demo_engine.selector.catalog, {}, evidence=None)
     engine = demo_engine.model_copy(update={"selector": catalog_only})
     ctx = engine.retrieve_context("zzqx qqvv")
     assert ctx.retrieval_stats.selected_apis == []

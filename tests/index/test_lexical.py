@@ -1,4 +1,4 @@
-"""BM25 over search_text: identifier splitting, masks by API and type, no zero-score hits, and
+"""BM25 over search_text: masks by API and type, no zero-score hits, and
 scores equal to bm25s's own over the same documents."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 import pytest
-import Stemmer
 
-from pipeline.index.lexical import document_terms, query_terms, split_identifiers
+from pipeline.analysis import index_tokens
+from pipeline.index.lexical import document_terms, query_terms
 from pipeline.index.local import LocalIndex
 from pipeline.index.pack_writer import NewApi, write_generation
 from pipeline.index.vector_reuse import embed_text, text_hash
@@ -25,12 +25,6 @@ def new_api(api: ApiChunks) -> NewApi:
 def _index(tmp_path) -> LocalIndex:
     write_generation(tmp_path / "gen-1", 1, None, [], [new_api(a) for a in mini_fleet()], embed_model="none", dim=0)
     return LocalIndex.load(tmp_path / "gen-1")
-
-
-def test_split_identifiers():
-    assert split_identifiers("getUserById") == "getUserById get User By Id"
-    assert split_identifiers("HTTPResponse user_id") == "HTTPResponse user_id HTTP Response user id"
-    assert split_identifiers("plain words") == "plain words"
 
 
 def test_search_filters_by_api_and_type(tmp_path):
@@ -61,9 +55,7 @@ def test_scores_equal_bm25s(tmp_path, query):
     ids = index.pack.ids
     texts = [index.chunk(row).search_text for row in range(len(ids))]
     reference = bm25s.BM25()
-    tokens = bm25s.tokenize([split_identifiers(t) for t in texts], stopwords="en",
-                            stemmer=Stemmer.Stemmer("english"), show_progress=False)
-    reference.index(tokens, show_progress=False)
+    reference.index(index_tokens(texts), show_progress=False)
     wanted = [reference.vocab_dict[t] for t in query_terms(query) if t in reference.vocab_dict]
     expected = reference.get_scores_from_ids(wanted) if wanted else np.zeros(len(ids))
     ours = {h.node.node_id: h.score for h in index.search(query, {"users", "pets", "weather"}, None, 100)}

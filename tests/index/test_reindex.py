@@ -83,19 +83,32 @@ def age(root: Path) -> None:
         os.utime(path, ns=(past, past))
 
 
+class Parses:
+    """Names of the files ``ingest_spec`` reads, in whichever worker process reads them: each
+    call appends a line to a file (workers are forked from this process, patch included)."""
+
+    def __init__(self, log: Path):
+        self.log = log
+
+    def names(self) -> list[str]:
+        return sorted(self.log.read_text().split()) if self.log.exists() else []
+
+    def clear(self) -> None:
+        self.log.unlink(missing_ok=True)
+
+
 @pytest.fixture
-def parses(monkeypatch) -> list[str]:
-    """Names of the files ``ingest_spec`` reads in this process (a run with under 4 files to read
-    stays in-process; see iter_ingest)."""
-    calls: list[str] = []
+def parses(monkeypatch, tmp_path) -> Parses:
+    log = tmp_path / "parses.log"
     real = ingest_module.ingest_spec
 
     def counting(path, *args, **kwargs):
-        calls.append(Path(path).name)
+        with open(log, "a") as fh:  # O_APPEND: one whole line per write, whichever process
+            fh.write(Path(path).name + "\n")
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(ingest_module, "ingest_spec", counting)
-    return calls
+    return Parses(log)
 
 
 def _index(settings, corpus, model, **changes):
@@ -131,10 +144,11 @@ def test_one_changed_spec_is_the_only_one_parsed(settings, embed_model, corpus, 
     assert sorted(Path(p).name for p in first.specs_parsed) == sorted(
         ["petstore_v2.json", "users_api.yaml", "weather.yaml", "orders.yaml", "things.yaml", "list_things.yaml",
          "thing.yaml"])
+    assert parses.names() == sorted(Path(p).name for p in first.specs_parsed)  # the counter sees the workers
     (corpus / "weather.yaml").write_text(small("Weather", "forecasts", "Forecast").replace("List all", "Show every"))
     parses.clear()
     store, run = _index(settings, corpus, embed_model)
-    assert parses == ["weather.yaml"] and [Path(p).name for p in run.specs_parsed] == ["weather.yaml"]
+    assert parses.names() == ["weather.yaml"] and [Path(p).name for p in run.specs_parsed] == ["weather.yaml"]
     assert run.index["apis_updated"] == ["weather"] and run.index["chunks_embedded"] == 1
     assert sorted(run.index["apis_unchanged"]) == ["orders", "petstore_v2", "things", "users_api"]
     assert run.ingest.specs_read == 5 and run.ingest.chunks == first.ingest.chunks
@@ -147,11 +161,11 @@ def test_untouched_or_only_touched_files_are_not_parsed(settings, embed_model, c
     _index(settings, corpus, embed_model)[0].close()
     parses.clear()
     store, run = _index(settings, corpus, embed_model)
-    assert parses == [] and run.specs_parsed == [] and not run.index["local_written"]
+    assert parses.names() == [] and run.specs_parsed == [] and not run.index["local_written"]
     later = os.stat(corpus / "orders.yaml").st_mtime_ns + 5_000_000_000
     os.utime(corpus / "orders.yaml", ns=(later, later))  # same bytes, new mtime: hashed, not parsed
     store, run = _index(settings, corpus, embed_model)
-    assert parses == [] and run.index["apis_unchanged"] and not run.index["apis_updated"]
+    assert parses.names() == [] and run.index["apis_unchanged"] and not run.index["apis_updated"]
     store.close()
 
 
@@ -160,7 +174,7 @@ def test_a_changed_fragment_rereads_its_multi_file_spec(settings, embed_model, c
     (corpus / "things" / "models" / "thing.yaml").write_text(THING + "  weight: {type: number}\n")
     parses.clear()
     store, run = _index(settings, corpus, embed_model)
-    assert sorted(parses) == ["thing.yaml", "things.yaml"]  # the fragment itself is sniffed: not a spec
+    assert parses.names() == ["thing.yaml", "things.yaml"]  # the fragment itself is sniffed: not a spec
     assert run.index["apis_updated"] == ["things"]
     assert "weight" in store.get_chunks(["things:models/thing.yaml#/"])["things:models/thing.yaml#/"].text
     assert_same_as_fresh(settings, corpus, embed_model, store, tmp_path)
@@ -173,7 +187,7 @@ def test_added_and_deleted_specs(settings, embed_model, corpus, parses, tmp_path
     (corpus / "invoices.yaml").write_text(small("Invoices", "invoices", "Invoice"))
     parses.clear()
     store, run = _index(settings, corpus, embed_model)
-    assert parses == ["invoices.yaml"]
+    assert parses.names() == ["invoices.yaml"]
     assert run.index["apis_added"] == ["invoices"] and run.index["apis_removed"] == ["orders"]
     assert "orders" not in store.complete_api_ids() and not (store.settings.catalogs_path / INDEX_DIR / "orders.json").exists()
     assert_same_as_fresh(settings, corpus, embed_model, store, tmp_path)

@@ -92,3 +92,17 @@ def fallback_selector(catalog) -> FakeKeywordSelector:
 @pytest.fixture
 def fallback_expander() -> FakeKeywordExpander:
     return FakeKeywordExpander()
+
+
+@pytest.fixture
+def llm_engine(demo_index, server):
+    """A factory: the demo corpus's engine in LLM mode, pointed at the scripted server."""
+    from pipeline.factory import build_engine
+
+    def make(**overrides):
+        local, store = demo_index
+        values = dict(llm_base_url=server.base_url, openai_api_key=None, llm_model="test-model",
+                      llm_timeout_s=0.5, llm_max_attempts=2, llm_deadline_s=2.0)
+        return build_engine(local.model_copy(update={**values, **overrides}), store)
+
+    return make

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 from pipeline.catalog.models import Catalog
-from pipeline.context import RetrievalStats
-from pipeline.stages.types import ApiSelection, QueryExpansion
+from pipeline.stages.results import ApiSelection, QueryExpansion
 
 
 def _words(text: str) -> set[str]:
@@ -26,15 +25,21 @@ class FakeKeywordSelector:
                   for e in self.catalog.apis]
         return sorted((s for s in scored if s[1] > 0), key=lambda s: -s[1])[:n]
 
-    def select(self, query: str, stats: RetrievalStats) -> ApiSelection:
+    def select(self, query: str) -> ApiSelection:
         self.calls += 1
         return ApiSelection(selected_apis=[i for i, _ in self.shortlist(query, 1)], reasoning="keyword")
+
+    async def aselect(self, query: str) -> ApiSelection:
+        return self.select(query)
 
 
 class FakeKeywordExpander:
     def __init__(self):
         self.calls = 0
 
-    def expand(self, query: str, selected_apis: list[str], stats: RetrievalStats) -> QueryExpansion:
+    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
         self.calls += 1
         return QueryExpansion(expanded_query=query, original_terms=sorted(_words(query)), added_terms=[])
+
+    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+        return self.expand(query, selected_apis)

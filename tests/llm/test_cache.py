@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from pipeline.cache import TTLCache, cache_key, normalise_query
-from pipeline.stages.types import ApiSelection
+from pipeline.stages.api_select_llm import SelectionAnswer as ApiSelection
 
 
 class Clock:

@@ -8,21 +8,13 @@ from pathlib import Path
 
 from evals.querysets import load_query_sets
 from evals.runner import run_eval, write_run
-from pipeline.factory import build_engine
 
 from .openai_server import Reply, answer
 
 DEMO_SET = Path(__file__).resolve().parents[2] / "evals" / "sets" / "demo.jsonl"
 
 
-def llm_engine(demo_index, server, **overrides):
-    local, store = demo_index
-    settings = local.model_copy(update=dict(llm_base_url=server.base_url, openai_api_key=None, llm_model="test-model",
-                                            llm_timeout_s=0.5, llm_max_attempts=2, llm_deadline_s=2.0, **overrides))
-    return build_engine(settings, store)
-
-
-def test_llm_mode_reports_calls_tokens_and_no_fallbacks(demo_index, server, tmp_path):
+def test_llm_mode_reports_calls_tokens_and_no_fallbacks(llm_engine, server, tmp_path):
     queries = load_query_sets([DEMO_SET])
     replies = []
     for q in queries:  # stage 1 then stage 2, per query, in order
@@ -31,7 +23,7 @@ def test_llm_mode_reports_calls_tokens_and_no_fallbacks(demo_index, server, tmp_
         replies.append(answer({"expanded_query": q.query, "original_terms": [], "added_terms": []},
                               prompt_tokens=200, completion_tokens=10))
     server.script(*replies)
-    engine = llm_engine(demo_index, server)
+    engine = llm_engine()
     run = run_eval(queries, engine, engine.references.lookup, mode="llm", setting="fleet", progress=False,
                    run_info={"corpus": ["examples/specs"], "sets": [str(DEMO_SET)]})
     write_run(run, tmp_path)
@@ -48,10 +40,10 @@ def test_llm_mode_reports_calls_tokens_and_no_fallbacks(demo_index, server, tmp_
     assert "LLM" in (tmp_path / "report.md").read_text()
 
 
-def test_llm_mode_falls_back_to_keywords_when_the_server_fails(demo_index, server):
+def test_llm_mode_falls_back_to_keywords_when_the_server_fails(llm_engine, server):
     queries = load_query_sets([DEMO_SET])[:3]
     server.script(default=Reply(status=500, content="down"))
-    engine = llm_engine(demo_index, server)
+    engine = llm_engine()
     run = run_eval(queries, engine, engine.references.lookup, mode="llm", setting="fleet", progress=False, run_info={})
     overall = run.metrics.overall
     assert overall.fallback_rate == 1.0

@@ -12,7 +12,7 @@ from llama_index.llms.openai_like import OpenAILike
 from pipeline.errors import LLMStageError
 from pipeline.llm import RetryPolicy, build_llm, parse_output, structured_call, text_call
 from pipeline.settings import Settings
-from pipeline.stages.types import ApiSelection
+from pipeline.stages.api_select_llm import SelectionAnswer as ApiSelection
 
 from .openai_server import Reply, answer
 

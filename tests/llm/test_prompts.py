@@ -7,7 +7,7 @@ import shutil
 import pytest
 from llama_index.core.prompts import PromptTemplate
 
-from pipeline.context import KnowledgeContext, RetrievalStats
+from pipeline.context import KnowledgeContext
 from pipeline.errors import PromptError, SpecragError
 from pipeline.prompts import PROMPT_VARS, PromptSet, prompt_hash
 from pipeline.stages import synthesize
@@ -61,10 +61,9 @@ def test_prompts_dir_swap_changes_what_is_sent_and_recorded(tmp_path, server, ll
     assert swapped.info("expand_query") == prompts.info("expand_query").model_copy(
         update={"path": str(tmp_path / "p" / "expand_query.txt")})
     server.script(answer({"selected_apis": ["tmdb"]}))
-    stats = RetrievalStats()
-    LLMApiSelector(llm, catalog, fallback_selector, swapped, settings).select("movies", stats)
+    stats = LLMApiSelector(llm, catalog, fallback_selector, swapped, settings).select("movies")
     assert server.user_texts()[0].startswith("Short variant.\nTask: movies\n- tmdb:")
-    assert stats.prompts["select"] == f"select_apis@{prompt_hash(variant)}"
+    assert stats.prompt == f"select_apis@{prompt_hash(variant)}"
     assert stats.llm_calls[0].prompt_hash == prompt_hash(variant)
 
 

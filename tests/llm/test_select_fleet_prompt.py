@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from llama_index.core.utils import get_tokenizer
 
-from pipeline.catalog.io import load_catalog, write_catalogs
-from pipeline.context import RetrievalStats
+from pipeline.catalog.io import load_api_indexes, load_catalog, write_catalogs
 from pipeline.llm import build_llm
 from pipeline.specs.ingest import ingest_paths
 from pipeline.stages.api_select import KeywordApiSelector
@@ -31,11 +30,10 @@ def test_whole_corpus_catalog_is_shortlisted_under_the_budget(server, make_setti
     assert len(catalog.apis) > 600
     assert count("\n".join(catalog_line(e) for e in catalog.apis)) > 5 * settings.selection_prompt_token_budget
 
-    selector = LLMApiSelector(build_llm(settings), catalog, KeywordApiSelector.from_catalog_dir(tmp_path),
+    selector = LLMApiSelector(build_llm(settings), catalog, KeywordApiSelector(catalog, load_api_indexes(tmp_path, catalog)),
                               prompts, settings)
     server.script(answer({"selected_apis": ["tmdb"], "reasoning": "movies and their credits"}))
-    stats = RetrievalStats()
-    selection = selector.select(QUERY, stats)
+    selection = stats = selector.select(QUERY)
 
     sent = server.user_texts()[0]
     assert sent == prompts.select_apis.format(**selector.prompt_vars(QUERY))  # the prompt file, formatted
@@ -45,4 +43,4 @@ def test_whole_corpus_catalog_is_shortlisted_under_the_budget(server, make_setti
     assert 20 <= len(shown) < len(catalog.apis)
     assert any(line.startswith("- tmdb:") for line in shown)  # the shortlist kept the right API
     assert selection.selected_apis == ["tmdb"] and stats.fallbacks == []
-    assert stats.prompts["select"].startswith("select_apis@")
+    assert stats.prompt.startswith("select_apis@")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.context import ContextChunk, KnowledgeContext
-from pipeline.stages.synthesize import cited_sources, render_sources, synthesize_answer
+from pipeline.stages.results import StageMode
+from pipeline.stages.synthesize import Synthesizer, cited_sources, render_sources
 
 from .openai_server import Reply, answer
 
@@ -31,33 +34,38 @@ def test_answer_with_citations(server, llm, prompts, settings):
     text = "Call GET /movie/top_rated [Source 1], then the credits [Source 2] ([source 3]); see [Source 2]."
     server.script(answer(text, prompt_tokens=500, completion_tokens=30))
     context = _context()
-    result, call = synthesize_answer(llm, prompts, context, settings=settings)
-    assert result == text and cited_sources(result) == [1, 2, 3]
+    result = Synthesizer(llm, prompts, settings).synthesize(context)
+    assert result.answer == text and result.cited_sources == cited_sources(text) == [1, 2, 3]
+    [call] = result.llm_calls
     assert (call.stage, call.prompt_tokens, call.completion_tokens, call.ok) == ("synthesize", 500, 30, True)
-    stats = context.retrieval_stats
-    assert stats.llm_calls == [call] and stats.warnings == [] and stats.mode == "llm"
-    assert stats.prompts["synthesize"] == f"synthesize@{prompts.info('synthesize').hash}"
+    assert result.warnings == [] and result.mode is StageMode.LLM and result.fallbacks == []
+    assert result.prompt == f"synthesize@{prompts.info('synthesize').hash}"
     sent = server.user_texts()[0]
     assert "Question: who directed the top rated movie" in sent and render_sources(context) in sent
 
 
 def test_citing_a_source_that_does_not_exist_is_warned(server, llm, prompts, settings):
     server.script(answer("Use [Source 1] and [Source 7]."))
-    context = _context()
-    synthesize_answer(llm, prompts, context, settings=settings)
-    assert context.retrieval_stats.warnings == ["answer cites sources that do not exist: [7]"]
+    result = Synthesizer(llm, prompts, settings).synthesize(_context())
+    assert result.warnings == ["answer cites sources that do not exist: [7]"]
 
 
 def test_failure_returns_empty_answer_and_records_the_reason(server, llm, prompts, settings):
     server.script(default=Reply(status=500))
-    context = _context()
-    result, call = synthesize_answer(llm, prompts, context, settings=settings)
-    assert result == "" and not call.ok and call.attempts == 3
-    assert [(f.stage, f.reason) for f in context.retrieval_stats.fallbacks] == [("synthesize", "server_error")]
+    result = Synthesizer(llm, prompts, settings).synthesize(_context())
+    [call] = result.llm_calls
+    assert result.answer == "" and not call.ok and call.attempts == 3
+    assert [(f.stage, f.reason) for f in result.fallbacks] == [("synthesize", "server_error")]
 
 
 def test_empty_context_makes_no_call(server, llm, prompts, settings):
-    context = KnowledgeContext(query="anything")
-    result, call = synthesize_answer(llm, prompts, context, settings=settings)
-    assert result == "" and call.attempts == 0 and server.requests == []
-    assert context.retrieval_stats.fallbacks[0].reason == "no_context"
+    result = Synthesizer(llm, prompts, settings).synthesize(KnowledgeContext(query="anything"))
+    assert result.answer == "" and result.llm_calls == [] and server.requests == []
+    assert result.fallbacks[0].reason == "no_context"
+
+
+@pytest.mark.anyio
+async def test_async_answer_uses_the_async_client(server, llm, prompts, settings):
+    server.script(answer("Use [Source 2]."))
+    result = await Synthesizer(llm, prompts, settings).asynthesize(_context())
+    assert result.answer == "Use [Source 2]." and result.cited_sources == [2] and len(server.requests) == 1

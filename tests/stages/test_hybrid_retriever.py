@@ -1,11 +1,12 @@
-"""HybridRetriever over a small in-memory SearchIndex: filters passed to both sides, parts
-collapsed onto their chunk, weighted RRF, lexical-only mode, hydration of the top k only."""
+"""HybridRetriever over a small in-memory SearchIndex: per-query filters (SpecQuery) passed to both
+sides, parts collapsed onto their chunk, weighted RRF, lexical-only mode, hydration of the top k only."""
 
 from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from pipeline.stages.hybrid_retriever import HybridRetriever, collapse_parts
+from pipeline.stages.query import SpecQuery
 
 
 class ListIndex:
@@ -34,9 +35,10 @@ class ListIndex:
 
 def test_both_sides_get_the_filters_and_their_own_query():
     index = ListIndex(["a:1", "a:2"], ["a:2", "a:3"])
-    retriever = HybridRetriever(index, top_k=2)
-    bundle = QueryBundle(query_str="expanded words", custom_embedding_strs=["user words"])
-    hits = retriever.search(bundle, ["a"], ["endpoint"], 2)
+    retriever = HybridRetriever(index, top_k=5)
+    query = SpecQuery(query_str="expanded words", custom_embedding_strs=["user words"], file_ids=["a"],
+                      types=["endpoint"], top_k=2)
+    hits = retriever.retrieve(query)
     assert index.calls[0] == ("vector", "user words", ["a"], ["endpoint"], False)
     assert index.calls[1] == ("lexical", "expanded words", ["a"], ["endpoint"], False)
     assert index.calls[2] == ("hydrate", ["a:2", "a:1"])  # a:2 is in both lists, so first
@@ -46,7 +48,7 @@ def test_both_sides_get_the_filters_and_their_own_query():
 def test_parts_count_once_at_their_best_rank():
     index = ListIndex(["a:x:part3", "a:x", "a:y", "a:x:part2"], ["a:y"])
     retriever = HybridRetriever(index, top_k=3, vector_weight=1.0, bm25_weight=0.0)
-    ids = [h.node.node_id for h in retriever.search(QueryBundle("q"), None, None, 3, hydrate=False)]
+    ids = [h.node.node_id for h in retriever.retrieve(SpecQuery("q", hydrate=False))]
     assert ids == ["a:x", "a:y"]
     assert [h.node.node_id for h in collapse_parts(index._hits(["a:x:part2", "b:z", "a:x"]))] == ["a:x", "b:z"]
 
@@ -56,4 +58,20 @@ def test_lexical_mode_never_asks_for_vectors_and_empty_selection_returns_nothing
     retriever = HybridRetriever(index, top_k=5)
     assert [h.node.node_id for h in retriever.retrieve("q")] == ["a:3"]
     assert [c[0] for c in index.calls] == ["lexical", "hydrate"]
-    assert retriever.search(QueryBundle("q"), [], None, 5) == []
+    assert retriever.retrieve(SpecQuery("q", file_ids=[])) == []
+
+
+def test_a_plain_query_bundle_searches_everything_with_the_defaults():
+    index = ListIndex(["a:1", "b:1"], ["b:1"])
+    retriever = HybridRetriever(index, top_k=1)
+    hits = retriever.retrieve(QueryBundle(query_str="expanded", custom_embedding_strs=["user"]))
+    assert [h.node.node_id for h in hits] == ["b:1"]
+    assert index.calls[:2] == [("vector", "user", None, None, False), ("lexical", "expanded", None, None, False)]
+
+
+def test_filters_travel_with_the_query_not_the_retriever():
+    index = ListIndex(["a:1"], ["a:1"])
+    retriever = HybridRetriever(index)
+    retriever.retrieve(SpecQuery("q", file_ids=["a"], types=["errors"]))
+    retriever.retrieve(SpecQuery("q"))
+    assert [c[2:4] for c in index.calls if c[0] == "lexical"] == [(["a"], ["errors"]), (None, None)]

@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from pipeline.catalog.io import load_api_index, load_catalog
-from pipeline.context import RetrievalStats
+from pipeline.fusion import weighted_rrf
 from pipeline.stages.api_select import KeywordApiSelector
-from pipeline.stages.fusion import reciprocal_rank_fusion
 from pipeline.stages.intent import Intent, classify
+from pipeline.stages.query import SpecQuery
 from pipeline.stages.query_expand import KeywordQueryExpander
+from pipeline.stages.results import StageMode
 
 CATALOGS = Path(__file__).resolve().parents[2] / "catalogs"
 
@@ -31,31 +33,53 @@ def hits(*pairs: tuple[str, str]) -> list[NodeWithScore]:
     return [NodeWithScore(node=TextNode(id_=i, text="", metadata={"source_file": api}), score=1.0) for i, api in pairs]
 
 
+class FixedRetriever(BaseRetriever):
+    """Answers every query with the same hits; records the queries it got."""
+
+    def __init__(self, answer: list[NodeWithScore]):
+        super().__init__()
+        self.answer, self.queries = answer, []
+
+    def _retrieve(self, query_bundle):
+        self.queries.append(query_bundle)
+        return self.answer
+
+
 def test_catalog_bm25_selects_the_api_of_the_domain(catalog, indexes):
     selector = KeywordApiSelector(catalog, indexes)
-    assert selector.select("How do I create a user?", RetrievalStats()).selected_apis[0] == "users_api"
-    assert selector.select("place an order for a pet", RetrievalStats()).selected_apis[0] == "petstore_v2"
+    assert selector.select("How do I create a user?").selected_apis[0] == "users_api"
+    assert selector.select("place an order for a pet").selected_apis[0] == "petstore_v2"
 
 
 def test_drop_off_keeps_only_apis_close_to_the_best(catalog, indexes):
-    selection = KeywordApiSelector(catalog, indexes, drop_off=0.99).select("list pets", RetrievalStats())
+    selection = KeywordApiSelector(catalog, indexes, drop_off=0.99).select("list pets")
     assert selection.selected_apis == ["petstore_v2"]
     assert "petstore_v2" in selection.reasoning
 
 
 def test_no_shared_term_selects_nothing(catalog, indexes):
-    selection = KeywordApiSelector(catalog, indexes).select("zzqx qqvv", RetrievalStats())
+    selection = KeywordApiSelector(catalog, indexes).select("zzqx qqvv")
     assert selection.selected_apis == [] and selection.reasoning
 
 
 def test_endpoint_evidence_can_outvote_the_catalog(catalog, indexes):
-    def search(query, k):  # every fleet-wide hit is a pet store endpoint
-        return hits(("petstore_v2:a", "petstore_v2"), ("petstore_v2:b", "petstore_v2"))
-
+    evidence = FixedRetriever(hits(("petstore_v2:a", "petstore_v2"), ("petstore_v2:b", "petstore_v2")))
     plain = KeywordApiSelector(catalog, indexes).shortlist("user", 2)
-    voted = KeywordApiSelector(catalog, indexes, chunk_search=search, weights=(1.0, 1.0, 3.0)).shortlist("user", 2)
+    voted = KeywordApiSelector(catalog, indexes, evidence=evidence, weights=(1.0, 1.0, 3.0)).shortlist("user", 2)
     assert plain[0][0] == "users_api"
     assert voted[0][0] == "petstore_v2"
+    asked = evidence.queries[0]  # a fleet-wide endpoint search, through the retriever's public contract
+    assert isinstance(asked, SpecQuery) and asked.types == ["endpoint"] and asked.file_ids is None
+    assert asked.top_k == 20 and asked.hydrate is False
+
+
+def test_keyword_stages_say_they_ran_offline(catalog, indexes):
+    selection = KeywordApiSelector(catalog, indexes).select("list pets")
+    expansion = KeywordQueryExpander(indexes.get).expand("list pets", ["petstore_v2"])
+    for result, stage in ((selection, "select"), (expansion, "expand")):
+        assert result.mode is StageMode.OFFLINE and result.stage == stage and result.ms >= 0
+        assert [(f.stage, f.reason) for f in result.fallbacks] == [(stage, "no_llm")]
+        assert result.llm_calls == [] and result.prompt == ""
 
 
 def test_shortlist_is_bounded_and_sorted(catalog, indexes):
@@ -66,7 +90,7 @@ def test_shortlist_is_bounded_and_sorted(catalog, indexes):
 
 def test_expansion_keeps_user_words_first_and_adds_api_names(indexes):
     expander = KeywordQueryExpander(indexes.get)
-    out = expander.expand("How many pets are in the inventory?", ["petstore_v2"], RetrievalStats())
+    out = expander.expand("How many pets are in the inventory?", ["petstore_v2"])
     assert out.expanded_query == "How many pets are in the inventory? " + " ".join(out.added_terms)
     assert "get inventory" in out.added_terms
     assert "inventory" not in out.added_terms  # already the user's word
@@ -75,8 +99,8 @@ def test_expansion_keeps_user_words_first_and_adds_api_names(indexes):
 
 def test_expansion_adds_nothing_for_unknown_or_empty_selection(indexes):
     expander = KeywordQueryExpander(indexes.get)
-    assert expander.expand("create a user", [], RetrievalStats()).added_terms == []
-    assert expander.expand("create a user", ["nope"], RetrievalStats()).expanded_query == "create a user"
+    assert expander.expand("create a user", []).added_terms == []
+    assert expander.expand("create a user", ["nope"]).expanded_query == "create a user"
 
 
 @pytest.mark.parametrize("query,intent", [
@@ -91,10 +115,12 @@ def test_intent(query, intent):
 
 
 def test_rrf_weights_and_ties_are_deterministic():
-    a = hits(("x", "api"), ("y", "api"))
-    b = hits(("y", "api"), ("z", "api"))
-    fused = reciprocal_rank_fusion([(a, 0.6), (b, 0.4)], k=60)
-    assert [n.node.node_id for n in fused] == ["y", "x", "z"]
-    assert fused[0].score == pytest.approx(0.6 / 62 + 0.4 / 61)
-    assert fused[1].score == pytest.approx(0.6 / 61)
-    assert [n.node.node_id for n in reciprocal_rank_fusion([(hits(("b", "api"), ("a", "api")), 1.0), (hits(("a", "api"), ("b", "api")), 1.0)])] == ["a", "b"]
+    fused = weighted_rrf([(["x", "y"], 0.6), (["y", "z"], 0.4)], k=60)
+    assert [i for i, _ in fused] == ["y", "x", "z"]
+    assert fused[0][1] == pytest.approx(0.6 / 62 + 0.4 / 61)
+    assert fused[1][1] == pytest.approx(0.6 / 61)
+    assert [i for i, _ in weighted_rrf([(["b", "a"], 1.0), (["a", "b"], 1.0)])] == ["a", "b"]  # tie: by id
+    assert weighted_rrf([(["a", "a", "b"], 1.0)], k=0) == [("a", 1.0), ("b", pytest.approx(1 / 3))]  # a repeat counts once
+    assert weighted_rrf([]) == []
+    with pytest.raises(ValueError, match="k must be"):
+        weighted_rrf([(["a"], 1.0)], k=-1)

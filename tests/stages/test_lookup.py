@@ -8,6 +8,8 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pipeline.catalog.models import ApiIndex, EndpointEntry
 from pipeline.stages.lookup import LookupStepAdder, lookup_endpoints, named_entities, needed_resources
 from pipeline.specs.ids import operation_chunk_id
+from pipeline.stages.query import SpecQuery
+from pipeline.stages.results import ADDED_STEP
 
 API = "films"
 
@@ -60,7 +62,7 @@ def test_lookup_endpoints_and_the_resources_they_resolve():
 
 
 def test_person_named_in_a_movie_question_gets_person_search_and_its_follow_up():
-    adder = LookupStepAdder(lambda f: INDEX if f == API else None)
+    adder = LookupStepAdder(load_index=lambda f: INDEX if f == API else None)
     ranked = ranking("/movie/top_rated", "/movie/{movie_id}", "/movie/{movie_id}/credits")
     api_order = [op("/person/{person_id}/movie_credits"), op("/person/{person_id}"), op("/movie/{movie_id}")]
     out, added = adder.add("tell me the highest rated movie directed by Martin Scorsese", ranked, hydrate, 10,
@@ -72,7 +74,7 @@ def test_person_named_in_a_movie_question_gets_person_search_and_its_follow_up()
 
 
 def test_no_entity_or_no_search_endpoint_changes_nothing():
-    adder = LookupStepAdder(lambda f: INDEX if f == API else ApiIndex(file_id=f, name=f))
+    adder = LookupStepAdder(load_index=lambda f: INDEX if f == API else ApiIndex(file_id=f, name=f))
     ranked = ranking("/movie/top_rated", "/movie/{movie_id}")
     assert adder.add("What is the top rated movie?", ranked, hydrate, 10) == (ranked, [])
     other = [NodeWithScore(node=TextNode(id_="other:paths/~1x/get", text="x"), score=1.0)]
@@ -80,8 +82,20 @@ def test_no_entity_or_no_search_endpoint_changes_nothing():
 
 
 def test_an_already_ranked_lookup_moves_up_instead_of_repeating():
-    adder = LookupStepAdder(lambda f: INDEX)
+    adder = LookupStepAdder(load_index=lambda f: INDEX)
     ranked = ranking("/movie/{movie_id}/credits", "/movie/top_rated", "/movie/{movie_id}", "/search/movie")
     out, added = adder.add('Who directed "Twilight"?', ranked, hydrate, 3)
     assert added == [op("/search/movie")]
     assert [n.node.node_id for n in out] == [op("/movie/{movie_id}/credits"), op("/search/movie"), op("/movie/top_rated")]
+
+
+def test_as_a_postprocessor_it_reads_the_question_from_the_query_and_marks_what_it_added():
+    adder = LookupStepAdder(load_index=lambda f: INDEX, hydrate=hydrate)
+    ranked = ranking("/movie/{movie_id}/credits", "/movie/top_rated")
+    query = SpecQuery(query_str='Who directed "Twilight"? getMovieCredits', custom_embedding_strs=['Who directed "Twilight"?'],
+                      top_k=10)
+    out = adder.postprocess_nodes(ranked, query_bundle=query)
+    assert [n.node.node_id for n in out] == [op("/movie/{movie_id}/credits"), op("/search/movie"), op("/movie/top_rated")]
+    assert ADDED_STEP in out[1].node.metadata and ADDED_STEP not in out[0].node.metadata
+    assert ADDED_STEP not in out[1].node.get_content(metadata_mode="llm")
+    assert adder.postprocess_nodes(ranked) == ranked  # no question, nothing to do

@@ -8,12 +8,13 @@ import time
 
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
-from llama_index.core.utils import get_tokenizer
 
 from pipeline.nodes import chunk_to_node
 from pipeline.settings import Settings
+from pipeline.tokens import count_tokens
 from pipeline.specs.models import Chunk, ChunkType
-from pipeline.stages.ref_expand import LEVEL_FETCH_FACTOR, ChunkLookup, ExpansionResult, ReferenceExpander
+from pipeline.stages.ref_expand import LEVEL_FETCH_FACTOR, ChunkLookup, ExpandedNodes, ReferenceExpander
+from pipeline.stages.results import ReferenceExpansion
 
 POST = "users:paths/~1users/post"
 GET = "users:paths/~1users~1{id}/get"
@@ -65,17 +66,17 @@ def primaries(chunks: list[Chunk], *ids: str) -> list[NodeWithScore]:
     return [NodeWithScore(node=chunk_to_node(by_id[i]), score=1.0 / (rank + 1)) for rank, i in enumerate(ids)]
 
 
-def run(*ids: str, chunks: list[Chunk] | None = None, **limits) -> tuple[ExpansionResult, DictLookup]:
+def run(*ids: str, chunks: list[Chunk] | None = None, **limits) -> tuple[ReferenceExpansion, DictLookup]:
     chunks = chunks if chunks is not None else users_api()
     lookup = DictLookup(chunks)
     return ReferenceExpander(lookup=lookup, **limits).expand(primaries(chunks, *ids)), lookup
 
 
-def refs(result: ExpansionResult) -> list[tuple[str, int, str]]:
+def refs(result: ReferenceExpansion) -> list[tuple[str, int, str]]:
     return [(c.id, c.depth, c.referenced_from) for c in result.referenced]
 
 
-def cuts(result: ExpansionResult) -> list[tuple[str, str, int, str]]:
+def cuts(result: ReferenceExpansion) -> list[tuple[str, str, int, str]]:
     return [(c.id, c.referenced_from, c.depth, c.reason) for c in result.refs_cut]
 
 
@@ -186,9 +187,7 @@ def test_tokens_are_counted_when_metadata_has_none():
     text = "User:\n  type: object\n  properties:\n    name: {type: string}\n"
     chunks = [chunk(POST, [USER], n_tokens=0, text="post: {}\n"), chunk(USER, [], n_tokens=0, text=text)]
     result, _ = run(POST, chunks=chunks)
-    def count(t: str) -> int:
-        return len(get_tokenizer()(t))
-
+    count = count_tokens
     assert result.primary[0].n_tokens == count("post: {}\n")
     assert result.referenced[0].n_tokens == count(text)
     assert result.total_tokens == count("post: {}\n") + count(text)
@@ -297,7 +296,7 @@ def test_lookup_errors_propagate():
 
 def test_empty_input_and_bad_lookup():
     result, lookup = run()
-    assert result == ExpansionResult() and lookup.calls == []
+    assert result.model_copy(update={"ms": 0.0}) == ReferenceExpansion() and lookup.calls == []
     assert ReferenceExpander(lookup=DictLookup([])).postprocess_nodes([]) == []
     with pytest.raises(ValueError, match="get_chunks"):
         ReferenceExpander(lookup=object())
@@ -322,7 +321,7 @@ def test_shared_refs_appear_once_at_smallest_depth():
     assert lookup.calls == [[USER_CREATE, POST_ERR, GET_ERR, ADDRESS], [VALIDATION, ERROR, COUNTRY]]
 
 
-def test_postprocess_nodes_returns_primary_then_refs_and_keeps_stats():
+def test_postprocess_nodes_returns_primary_then_refs_with_the_typed_result():
     chunks = users_api()
     lookup = DictLookup(chunks)
     expander = ReferenceExpander(lookup=lookup, max_depth=1)
@@ -332,7 +331,9 @@ def test_postprocess_nodes_returns_primary_then_refs_and_keeps_stats():
     assert out[0] is nodes[0] and out[1].score is None
     assert out[1].node.metadata["depth"] == 1 and out[1].node.metadata["referenced_from"] == POST
     assert "depth" not in out[1].node.get_content(metadata_mode="llm")
-    assert expander.last_result is not None and expander.last_result.refs_followed == 3
+    assert isinstance(out, ExpandedNodes) and out.expansion.refs_followed == 3
+    assert [c.id for c in out.expansion.referenced] == [USER_CREATE, USER, POST_ERR]
+    assert not hasattr(expander, "last_result") and not hasattr(expander, "_last_result")  # no state kept
 
 
 def test_from_settings_and_serialization():

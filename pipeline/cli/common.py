@@ -1,0 +1,61 @@
+"""What every command shares: the common options, settings from them, opening an engine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipeline.settings import Settings
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", dest="data_dir", type=Path, help="index folder (env SPECRAG_DATA_DIR, default .specrag)")
+    p.add_argument("--catalog-dir", dest="catalog_dir", type=Path, help="catalog folder (default <data-dir>/catalogs)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the human view")
+    p.add_argument("-v", "--verbose", action="store_true")
+
+
+def build_settings(args: argparse.Namespace) -> Settings:
+    overrides = {}
+    for field in ("data_dir", "catalog_dir", "prompts_dir"):
+        value = getattr(args, field, None)
+        if value is not None:
+            overrides[field] = value
+    return Settings(**overrides)
+
+
+def offline(settings: Settings) -> Settings:
+    return settings.model_copy(update={"openai_api_key": None, "llm_base_url": None})
+
+
+def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None):
+    """(corpus settings, engine); ``corpus`` is indexed first (incrementally), else the last one is used."""
+    from pipeline.factory import build_engine
+    from pipeline.workspace import corpus_settings, update_index
+
+    if corpus:
+        local, _ = update_index(settings, corpus, progress=not getattr(args, "json", False))
+    else:
+        local = corpus_settings(settings)
+    if not local.llm_configured and not getattr(args, "json", False):
+        print("offline mode: no OPENAI_API_KEY / SPECRAG_LLM_BASE_URL; stages 1-2 use keyword methods",
+              file=sys.stderr)
+    return local, build_engine(local)
+
+
+def format_ingest_report(report) -> str:
+    refs = report.refs
+    pct = 100.0 * refs.resolved / refs.total if refs.total else 100.0
+    lines = [
+        f"specs read: {report.specs_read}   skipped: {len(report.specs_skipped)}   time: {report.seconds:.1f} s",
+        "chunks: " + ", ".join(f"{k} {v}" for k, v in report.chunks.items()),
+        f"$refs inside their spec: {refs.total} ({refs.resolved} resolved, {refs.unresolved} unresolved, {pct:.2f}%)",
+    ]
+    if refs.unresolved_by_kind:
+        lines.append("  unresolved by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(refs.unresolved_by_kind.items())))
+    if refs.external:
+        lines.append("  external (not followed): " + ", ".join(f"{k} {v}" for k, v in sorted(refs.external.items())))
+    for skipped in report.specs_skipped:
+        lines.append(f"  skipped {skipped.file}: {skipped.reason}")
+    return "\n".join(lines)

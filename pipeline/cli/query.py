@@ -1,0 +1,33 @@
+"""``specrag query``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pipeline.cli.common import add_common, open_engine
+from pipeline.settings import Settings
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("query", help="answer a question with a KnowledgeContext")
+    p.add_argument("question")
+    p.add_argument("--corpus", nargs="+", type=Path, help="spec files/folders (indexed first, incrementally); "
+                   "default: the last indexed corpus")
+    p.add_argument("--apis", help="comma-separated API ids: skip stage 1 and search only these")
+    p.add_argument("--prompts", dest="prompts_dir", type=Path, help="folder of prompt files (LLM mode)")
+    add_common(p)
+    p.set_defaults(handler=query)
+
+
+def query(args: argparse.Namespace, settings: Settings) -> int:
+    from pipeline.render import render_markdown
+
+    _, engine = open_engine(args, settings, args.corpus)
+    apis = [a.strip() for a in args.apis.split(",") if a.strip()] if args.apis else None
+    if apis is None and engine.synthesizer is not None and engine.settings.synthesize and not args.json:
+        print(engine.query(args.question).response)
+        return 0
+    ctx = engine.retrieve_context(args.question, apis=apis)
+    print(ctx.to_json() if args.json else render_markdown(ctx))
+    return 0

@@ -1,0 +1,46 @@
+"""Instrumentation events of specrag's own stages, dispatched through LlamaIndex's dispatcher so
+any registered event handler (tracing, metrics, logging) sees them beside LlamaIndex's own
+``RetrievalStartEvent`` / ``RetrievalEndEvent``."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import llama_index.core.instrumentation as instrument
+from llama_index.core.instrumentation.events.base import BaseEvent
+from llama_index.core.schema import NodeWithScore, QueryType
+
+dispatcher = instrument.get_dispatcher("specrag")
+
+
+class ReferenceExpansionStartEvent(BaseEvent):
+    """The reference expansion is about to follow the ``$ref``s of ``nodes`` (the primaries)."""
+
+    query: Optional[QueryType] = None
+    nodes: list[NodeWithScore]
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ReferenceExpansionStartEvent"
+
+
+class ReferenceExpansionEndEvent(BaseEvent):
+    """The expansion's nodes (primaries then references) and its typed result."""
+
+    nodes: list[NodeWithScore]
+    expansion: Any = None  # a ReferenceExpansion (typed loosely: events stay importable alone)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ReferenceExpansionEndEvent"
+
+
+class StageEndEvent(BaseEvent):
+    """A stage of the engine finished (select, expand, search, refs, synthesize): its result."""
+
+    stage: str
+    result: Any = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "StageEndEvent"

@@ -1,0 +1,27 @@
+"""``SpecQuery``: a ``QueryBundle`` that carries stage 3's per-query filters.
+
+The filters (APIs, chunk types, depth) travel with the query instead of sitting on the retriever,
+so one retriever serves concurrent queries, and a plain ``QueryBundle`` (or string) from any
+LlamaIndex pipeline still works: it searches the whole index with the retriever's defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from llama_index.core.schema import QueryBundle
+
+
+@dataclass
+class SpecQuery(QueryBundle):
+    """``query_str`` feeds BM25 (the expanded query); ``custom_embedding_strs`` the vector side."""
+
+    file_ids: Optional[list[str]] = None  # None: every API; []: none (nothing comes back)
+    types: Optional[list[str]] = None  # chunk types: endpoint, component, errors; None: all
+    top_k: Optional[int] = None  # None: the retriever's default
+    hydrate: bool = True  # False: id/API/type stubs, enough to rank (cheap)
+
+    def narrowed(self, **changes) -> "SpecQuery":
+        """A copy with other filters (the original is never changed)."""
+        return replace(self, **changes)

@@ -1,0 +1,65 @@
+"""Stage 3 as one step: query analysis, the filtered hybrid retriever, and the ranking's
+postprocessors (steps other operations need), returning a typed :class:`SearchResult`.
+
+Query analysis turns the question's intent into a chunk-type filter (errors questions search
+``errors`` chunks), dropped again when it leaves fewer than ``min_typed_results`` hits. Every
+search goes through ``BaseRetriever.retrieve`` and every reordering through
+``postprocess_nodes``, so LlamaIndex instrumentation sees each of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+
+from pipeline.stages.intent import TYPES_FOR_INTENT, classify
+from pipeline.stages.query import SpecQuery
+from pipeline.stages.results import ADDED_STEP, AddedStep, QueryExpansion, SearchResult
+from pipeline.stages.timing import elapsed_ms
+
+RANKING_DEPTH = 10  # candidates ranked per query (the ranking metrics read the top 10)
+MIN_TYPED_RESULTS = 3
+
+
+class SearchStage:
+    def __init__(self, retriever: BaseRetriever, steps: list[BaseNodePostprocessor] = (), *,
+                 depth: int = RANKING_DEPTH, query_analysis: bool = True, min_typed_results: int = MIN_TYPED_RESULTS):
+        self.retriever = retriever
+        self.steps = list(steps)
+        self.depth = depth
+        self.query_analysis = query_analysis
+        self.min_typed_results = min_typed_results
+
+    def search(self, query: str, expansion: QueryExpansion, file_ids: list[str] | None) -> SearchResult:
+        """Rank chunks of ``file_ids`` (None: every API) for the user's ``query`` and its expansion."""
+        start = time.perf_counter()
+        result = SearchResult(search_mode=getattr(self.retriever, "search_mode", "hybrid"))
+        if file_ids is not None and not file_ids:
+            file_ids = None
+            result.warnings.append("no API selected: searched the whole index")
+        spec_query = SpecQuery(query_str=expansion.expanded_query, custom_embedding_strs=[query],
+                               file_ids=file_ids, top_k=self.depth)
+        if self.query_analysis:
+            intent = classify(query)
+            result.intent = intent.value
+            spec_query = spec_query.narrowed(types=TYPES_FOR_INTENT[intent])
+        nodes = self.retriever.retrieve(spec_query)
+        if spec_query.types and len(nodes) < self.min_typed_results:
+            result.type_filter_relaxed = True
+            spec_query = spec_query.narrowed(types=None)
+            nodes = self.retriever.retrieve(spec_query)
+        if file_ids is not None:  # steps complete a selected API's calls; a fleet-wide hit list has no one API
+            for step in self.steps:
+                nodes = step.postprocess_nodes(nodes, query_bundle=spec_query)
+        result.nodes, result.ranking = nodes, [n.node.node_id for n in nodes]
+        result.added_steps = [AddedStep(chunk_id=n.node.node_id, reason=str(n.node.metadata[ADDED_STEP]))
+                              for n in nodes if ADDED_STEP in n.node.metadata]
+        result.ms = elapsed_ms(start)
+        return result
+
+    async def asearch(self, query: str, expansion: QueryExpansion, file_ids: list[str] | None) -> SearchResult:
+        """CPU-bound: runs in a worker thread, off the event loop."""
+        return await asyncio.to_thread(self.search, query, expansion, file_ids)

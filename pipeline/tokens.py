@@ -1,0 +1,37 @@
+"""Token counts, always cl100k (tiktoken), read from the BPE file llama-index-core ships.
+
+Not ``llama_index.core.utils.get_tokenizer()``: that is a process-wide global a user may set to
+another tokenizer, which would silently change every budget here. The encoding is loaded once,
+from the bundled file, so nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+ENCODING = "cl100k_base"
+_load_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    import llama_index.core
+    import tiktoken
+
+    bundled = Path(llama_index.core.__file__).resolve().parent / "_static" / "tiktoken_cache"
+    with _load_lock:  # tiktoken reads its cache folder from the environment: point it there briefly
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled) if previous is None else previous
+        try:
+            return tiktoken.get_encoding(ENCODING)
+        finally:
+            if previous is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+
+
+def count_tokens(text: str) -> int:
+    """cl100k tokens of ``text`` (special-token strings count as text, never raise)."""
+    return len(_encoding().encode(text or "", disallowed_special=()))

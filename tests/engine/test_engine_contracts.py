@@ -1,0 +1,115 @@
+"""The engine's LlamaIndex contracts on the demo corpus: instrumentation sees every stage, queries
+run concurrently (threads and asyncio) with the same answers as serial calls."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
+
+from pipeline.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, StageEndEvent
+from pipeline.stages.query import SpecQuery
+
+QUERIES = ["How do I create a user?", "List all pets available in the store", "What errors can creating a user return?",
+           "Add a new pet with a category and tags", "find pets by status", "delete a user account"]
+
+
+class Recorder(BaseEventHandler):
+    events: list = []
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "Recorder"
+
+    def handle(self, event, **kwargs) -> None:
+        self.events.append(event)
+
+
+@pytest.fixture
+def recorder():
+    root = get_dispatcher()
+    handler = Recorder(events=[])
+    root.add_event_handler(handler)
+    yield handler
+    root.event_handlers.remove(handler)
+
+
+def test_instrumentation_sees_retrieval_and_postprocessing_of_one_query(demo_engine, recorder):
+    response = demo_engine.query("How do I create a user?")
+    names = [type(e).__name__ for e in recorder.events]
+    starts = [e for e in recorder.events if isinstance(e, RetrievalStartEvent)]
+    assert {"RetrievalStartEvent", "RetrievalEndEvent", "ReferenceExpansionStartEvent",
+            "ReferenceExpansionEndEvent"} <= set(names)
+    searched = [e.str_or_query_bundle for e in starts]
+    assert any(isinstance(q, SpecQuery) and q.types == ["endpoint"] and q.file_ids is None for q in searched)  # stage 1
+    assert any(isinstance(q, SpecQuery) and q.file_ids and "users_api" in q.file_ids for q in searched)  # stage 3
+    end = next(e for e in recorder.events if isinstance(e, ReferenceExpansionEndEvent))
+    ctx = response.metadata["knowledge_context"]
+    assert [n.node.node_id for n in end.nodes] == [c.id for c in ctx.chunks]
+    assert end.expansion.refs_followed == ctx.retrieval_stats.refs_followed
+    assert names.index("RetrievalEndEvent") < names.index("ReferenceExpansionStartEvent")
+    stages = [e.stage for e in recorder.events if isinstance(e, StageEndEvent)]
+    assert stages == ["select", "expand", "search", "refs"]
+    assert any(isinstance(e, RetrievalEndEvent) and e.nodes for e in recorder.events)
+    assert sum(isinstance(e, ReferenceExpansionStartEvent) for e in recorder.events) == 1
+
+
+def _signature(ctx) -> tuple:
+    stats = ctx.retrieval_stats
+    return (ctx.query, tuple(c.id for c in ctx.chunks), ctx.total_tokens, tuple(stats.ranking),
+            tuple(stats.selected_apis), stats.expanded_query)
+
+
+def test_two_threads_on_one_engine_get_the_serial_answers(demo_engine):
+    serial = {q: _signature(demo_engine.retrieve_context(q)) for q in QUERIES}
+    results: dict[str, list[tuple]] = {q: [] for q in QUERIES}
+    errors: list[BaseException] = []
+
+    def worker(order: list[str]) -> None:
+        try:
+            for _ in range(3):
+                for q in order:
+                    results[q].append(_signature(demo_engine.retrieve_context(q)))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(QUERIES,)), threading.Thread(target=worker, args=(QUERIES[::-1],))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    for q in QUERIES:
+        assert results[q] == [serial[q]] * 6, q
+
+
+@pytest.mark.anyio
+async def test_concurrent_aquery_never_blocks_the_event_loop(demo_engine):
+    serial = {q: _signature(demo_engine.retrieve_context(q)) for q in QUERIES}
+    gaps: list[float] = []
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    queries = [QUERIES[i % len(QUERIES)] for i in range(12)]
+    responses = await asyncio.gather(*(demo_engine.aquery(q) for q in queries))
+    stop.set()
+    await tick
+    for q, response in zip(queries, responses):
+        assert _signature(response.metadata["knowledge_context"]) == serial[q]
+    assert len(gaps) > 20, "the ticker must have run while the queries did"
+    print(f"longest gap between ticks: {max(gaps) * 1000:.1f} ms over {len(gaps)} ticks")
+    assert max(gaps) < 0.100, f"the event loop was blocked for {max(gaps) * 1000:.0f} ms"

@@ -15,6 +15,7 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from pipeline.atomic import write_atomic
 from pipeline.catalog.build import api_index, catalog_entry
 from pipeline.catalog.models import ApiIndex, Catalog, CatalogEntry
 from pipeline.errors import IndexDamagedError, IndexNotBuiltError
@@ -45,10 +46,7 @@ def _write_if_changed(path: Path, data: bytes, report: CatalogWriteReport) -> No
     if path.exists() and path.read_bytes() == data:
         report.unchanged += 1
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
     report.written.append(str(path))
 
 

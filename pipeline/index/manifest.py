@@ -13,14 +13,13 @@ model, lexical analysis, formats) are recorded: a change rebuilds what it affect
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.atomic import write_atomic
 from pipeline.errors import IndexDamagedError, IndexFormatError
 from pipeline.versions import package_versions
 
@@ -107,15 +106,5 @@ def save_manifest(data_dir: Path, manifest: Manifest) -> None:
     """Atomic write: readers and a later run see the old manifest or the new one, never a mix."""
     manifest.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest.versions = dict(package_versions(_VERSIONED_PACKAGES))
-    path = manifest_path(data_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(manifest.model_dump(mode="json"), fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    data = json.dumps(manifest.model_dump(mode="json"), indent=1, sort_keys=True).encode()
+    write_atomic(manifest_path(data_dir), data, durable=True)

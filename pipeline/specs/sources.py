@@ -16,13 +16,13 @@ import json
 import logging
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.atomic import write_atomic
 from pipeline.errors import SpecError
 from pipeline.specs.files import read_regular_file
 from pipeline.specs.limits import SpecLimits
@@ -142,13 +142,4 @@ def load_sources(data_dir: Path) -> SourceState | None:
 
 
 def save_sources(data_dir: Path, state: SourceState) -> None:
-    path = Path(data_dir) / SOURCES_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".sources-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(state.model_dump(mode="json"), fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(Path(data_dir) / SOURCES_NAME, json.dumps(state.model_dump(mode="json")).encode())

@@ -183,3 +183,13 @@ def test_index_of_an_older_format_is_rebuilt(cli):
     assert "another format" in run["full_rebuild"] and run["apis_added"]
     assert not (cli.index_dir / "bm25").exists()
     assert _answer(cli) == expected
+
+
+def test_index_files_are_readable_by_others(cli):
+    """Files replaced atomically are 0644 like the rest (a temp file alone would be 0600)."""
+    assert cli("index", str(EXAMPLES))[0] == 0
+    catalogs = cli.index_dir / "catalogs"
+    written = [cli.index_dir / "manifest.json", cli.index_dir / "sources.json", catalogs / "catalog.json",
+               *sorted((catalogs / "indexes").iterdir())]
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in written} == {p.name: "0o644" for p in written}
+    assert not list(cli.index_dir.rglob("*.tmp"))

@@ -104,7 +104,7 @@ async def test_concurrent_aquery_never_blocks_the_event_loop(demo_engine):
 
     tick = asyncio.create_task(ticker())
     await asyncio.sleep(0.01)
-    queries = [QUERIES[i % len(QUERIES)] for i in range(12)]
+    queries = [QUERIES[i % len(QUERIES)] for i in range(48)]  # long enough for the ticker on a busy machine
     responses = await asyncio.gather(*(demo_engine.aquery(q) for q in queries))
     stop.set()
     await tick

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from pipeline.specs import ingest
 from pipeline.specs.incremental import ingest_changed
 
-from .hostile import GOOD, limits, spec
+from .hostile import GOOD, DyingChunker, limits, spec
 
 
 def _run(paths, previous=None, timeout_s=30, **bounds):
@@ -45,16 +44,10 @@ def test_a_fifo_is_skipped_every_run_without_blocking(tmp_path):
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
                     reason="the dying chunker is patched in the parent and inherited by forked workers")
 def test_a_spec_without_verdict_is_read_again(tmp_path, monkeypatch):
-    class _Dying(ingest.SpecChunker):
-        def run(self):
-            if self.file_id == "crash":
-                os.kill(os.getpid(), signal.SIGKILL)
-            return super().run()
-
     (tmp_path / "crash.yaml").write_text(spec())
     (tmp_path / "good.yaml").write_text(GOOD)
     with monkeypatch.context() as patch:
-        patch.setattr(ingest, "SpecChunker", _Dying)
+        patch.setattr(ingest, "SpecChunker", DyingChunker)
         first = _run([tmp_path])
     assert [s.reason.split(" (")[0] for s in first.report.specs_skipped] == ["worker process died"]
     second = _run([tmp_path], first.state)

@@ -154,8 +154,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     if args.scaling:
         from pipeline.bench_scaling import format_scaling, plot_scaling, run_scaling
 
-        points = run_scaling(settings, args.corpus, queries, args.sizes.split(","), repeats=args.repeats,
-                             progress=not args.json)
+        points = run_scaling(settings, args.corpus, queries, args.sizes.split(","), run_bench=run_bench,
+                             repeats=args.repeats, progress=not args.json)
         if args.json:
             print(json.dumps([pt.model_dump(mode="json") for pt in points], indent=2))
         else:

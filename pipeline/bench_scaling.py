@@ -11,10 +11,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel
 
 from pipeline.bench_fleet import sample, spec_files, write_fleet
+from pipeline.bench_report import BenchReport
 from pipeline.errors import SpecragError
 from pipeline.settings import Settings
 
@@ -35,9 +37,8 @@ class ScalePoint(BaseModel):
 
 
 def run_scaling(settings: Settings, corpus: list[Path], queries: list[str], sizes: list[str], *,
-                repeats: int = 1, progress: bool = True) -> list[ScalePoint]:
-    from pipeline.bench import run_bench
-
+                run_bench: Callable[..., BenchReport], repeats: int = 1, progress: bool = True) -> list[ScalePoint]:
+    """``run_bench``: pipeline.bench's, passed in (that module's command calls this one)."""
     specs = spec_files(corpus)
     points = []
     for label in (s.strip() for s in sizes if s.strip()):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.bench_fleet import sample, spec_files, write_fleet
+from pipeline.bench import run_bench
 from pipeline.bench_scaling import format_scaling, plot_scaling, run_scaling
 from pipeline.errors import SpecragError
 from pipeline.settings import Settings
@@ -30,7 +31,7 @@ def test_copies_are_renamed_apis(tmp_path):
 
 def test_scaling_table(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", embed_model="none", chroma_host=None)
-    points = run_scaling(settings, DEMO, ["How do I create a user?", "list pets"], ["1", "2x"], progress=False)
+    points = run_scaling(settings, DEMO, ["How do I create a user?", "list pets"], ["1", "2x"], run_bench=run_bench, progress=False)
     assert [(p.label, p.specs) for p in points] == [("1", 1), ("2x", 4)]
     one, double = points
     full = ingest_paths(DEMO, progress=False).report.chunks["total"]
@@ -42,4 +43,4 @@ def test_scaling_table(tmp_path):
     note = plot_scaling(points, tmp_path / "curve.png")
     assert (tmp_path / "curve.png").is_file() if note.startswith("plot written") else "matplotlib" in note
     with pytest.raises(SpecragError, match="'lots'"):
-        run_scaling(settings, DEMO, ["q"], ["lots"], progress=False)
+        run_scaling(settings, DEMO, ["q"], ["lots"], run_bench=run_bench, progress=False)

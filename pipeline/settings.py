@@ -28,7 +28,7 @@ class Settings(BaseSettings):
                                     description="use a Chroma server (HttpClient) instead of the embedded store")
     chroma_port: int = Field(8000, validation_alias=_env("SPECRAG_CHROMA_PORT"))
     collection: str = Field("specrag_chunks", validation_alias=_env("SPECRAG_COLLECTION"))
-    index_lock_timeout_s: float = Field(600.0, validation_alias=_env("SPECRAG_INDEX_LOCK_TIMEOUT_S"),
+    index_lock_timeout_s: float = Field(600.0, ge=0, validation_alias=_env("SPECRAG_INDEX_LOCK_TIMEOUT_S"),
                                         description="how long an index run waits for another on the same corpus")
 
     # chunking

@@ -246,6 +246,8 @@ class ChunkStore:
         """Run a Chroma call; a server that does not answer becomes one line naming host:port."""
         try:
             return call()
+        except ChromaUnavailableError:
+            raise  # already one line (a nested call, such as opening the client)
         except Exception as exc:  # noqa: BLE001 - chromadb raises ValueError, httpx and Rust errors alike
             text = _one_line(exc)
             unreachable = isinstance(exc, (ConnectionError, TimeoutError)) or "connect" in text.lower() \

@@ -18,13 +18,15 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
+from functools import partial
 from pathlib import Path
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
 
 from pipeline.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
-from pipeline.index.embeddings import build_embed_model, embed_model_id
+from pipeline.index.batching import BatchCoalescer
+from pipeline.index.embeddings import build_embed_model, embed_model_id, embed_queries
 from pipeline.index.local import STUB, LocalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
 from pipeline.settings import Settings
@@ -57,6 +59,8 @@ class ChunkStore:
         self._client = None
         self._vectors = None
         self._embedding_cache: dict[str, list[float]] = {}
+        # concurrent queries share one model call (bound to the model, not the store: no reference cycle)
+        self._embed = BatchCoalescer(partial(embed_queries, embed_model))
 
     @classmethod
     def open(cls, settings: Settings, embed_model: BaseEmbedding | None | str = "auto", *,
@@ -138,21 +142,23 @@ class ChunkStore:
         return set(self._served)
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                      top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
-        if self.search_mode != HYBRID or top_k <= 0 or types == [] or self.local is None:
+                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+        """``methods`` keeps operations of those HTTP methods only (components have none)."""
+        if self.search_mode != HYBRID or top_k <= 0 or types == [] or methods == [] or self.local is None:
             return []
         allowed = self._allowed(file_ids)
         if not allowed:
             return []
-        return self.local.vector_search(self._query_embedding(query), allowed, types, top_k, hydrate=hydrate)
+        return self.local.vector_search(self._query_embedding(query), allowed, types, top_k, hydrate=hydrate,
+                                        methods=methods)
 
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                       top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
+                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
         """``hydrate=False`` returns stub nodes (id, source_file, type): enough to rank and fuse."""
         allowed = self._allowed(file_ids)
-        if not allowed or types == [] or self.local is None:
+        if not allowed or types == [] or methods == [] or self.local is None:
             return []
-        return self.local.search(query, allowed, types, top_k, hydrate=hydrate)
+        return self.local.search(query, allowed, types, top_k, hydrate=hydrate, methods=methods)
 
     def embed_query(self, query: str) -> list[float] | None:
         """The query's embedding (cached), or None in lexical mode."""
@@ -162,7 +168,7 @@ class ChunkStore:
         """Stage 1's fleet-wide evidence and stage 3 embed the same words: embed them once."""
         cached = self._embedding_cache.get(query)
         if cached is None:
-            cached = self.embed_model.get_query_embedding(query)
+            cached = self._embed(query)
             if len(self._embedding_cache) >= QUERY_EMBEDDING_CACHE:
                 self._embedding_cache.pop(next(iter(self._embedding_cache)))
             self._embedding_cache[query] = cached

@@ -3,7 +3,9 @@
 The per-query filters travel in the query bundle (:class:`SpecQuery`): ``file_ids`` and
 ``types`` are applied on both sides, so no chunk of a non-selected API can come back. The vector
 side embeds ``embedding_strs`` (the user's words); BM25 reads ``query_str`` (the expanded query).
-A plain ``QueryBundle`` searches the whole index with the retriever's defaults.
+A plain ``QueryBundle`` searches the whole index with the retriever's defaults. ``SpecQuery.mode``
+picks one side (keyword: BM25 only, vector: vectors only); a single side keeps its own scores
+(BM25, or the vector similarity), both sides are fused.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Protocol
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from pipeline.api_models import SearchMode
 from pipeline.fusion import DEFAULT_K, weighted_rrf
 from pipeline.settings import Settings
 from pipeline.specs.ids import base_chunk_id
@@ -24,9 +27,9 @@ class SearchIndex(Protocol):
     search_mode: str
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
-                      hydrate: bool = True) -> list[NodeWithScore]: ...
+                      hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]: ...
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
-                       hydrate: bool = True) -> list[NodeWithScore]: ...
+                       hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]: ...
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]: ...
 
 
@@ -77,18 +80,25 @@ class HybridRetriever(BaseRetriever):
         top_k = query.top_k or self.top_k
         depth = max(self.candidates, 3 * top_k)
         vector_query = (query.embedding_strs or [query.query_str])[0]
-        vector_hits = (self.index.vector_search(vector_query, query.file_ids, query.types, depth, hydrate=False)
-                       if self.index.search_mode == "hybrid" else [])
-        lexical_hits = self.index.lexical_search(query.query_str, query.file_ids, query.types, depth, hydrate=False)
+        filters = dict(file_ids=query.file_ids, types=query.types, top_k=depth, hydrate=False, methods=query.methods)
+        sides = []
+        if query.mode != SearchMode.KEYWORD and self.index.search_mode == "hybrid":
+            sides.append((collapse_parts(self.index.vector_search(vector_query, **filters)), self.weights[0]))
+        if query.mode != SearchMode.VECTOR:
+            sides.append((collapse_parts(self.index.lexical_search(query.query_str, **filters)), self.weights[1]))
+        if query.mode in (SearchMode.KEYWORD, SearchMode.VECTOR):
+            top = sides[0][0][:top_k] if sides else []
+        else:
+            top = self._fuse(sides)[:top_k]
+        return self.index.hydrate(top) if query.hydrate else top
+
+    def _fuse(self, sides: list[tuple[list[NodeWithScore], float]]) -> list[NodeWithScore]:
         first: dict[str, NodeWithScore] = {}
-        rankings = []
-        for hits, weight in ((collapse_parts(vector_hits), self.weights[0]),
-                             (collapse_parts(lexical_hits), self.weights[1])):
+        for hits, _ in sides:
             for hit in hits:
                 first.setdefault(hit.node.node_id, hit)
-            rankings.append(([hit.node.node_id for hit in hits], weight))
-        fused = [NodeWithScore(node=first[i].node, score=score) for i, score in weighted_rrf(rankings, self.rrf_k)[:top_k]]
-        return self.index.hydrate(fused) if query.hydrate else fused
+        rankings = [([hit.node.node_id for hit in hits], weight) for hits, weight in sides]
+        return [NodeWithScore(node=first[i].node, score=score) for i, score in weighted_rrf(rankings, self.rrf_k)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return await asyncio.to_thread(self._retrieve, query_bundle)

@@ -85,12 +85,13 @@ def query_terms(text: str) -> list[str]:
     return stemmer().stemWords([w for w in _TOKEN.findall(normalise(text)) if w not in QUERY_STOPWORDS])
 
 
-def index_tokens(texts: list[str]):
-    """bm25s tokens of chunk documents: identifier parts appended, standard stopwords, stemmed."""
+def index_tokens(texts: list[str], return_ids: bool = True):
+    """bm25s tokens of chunk documents: identifier parts appended, standard stopwords, stemmed
+    (``return_ids=False``: a list of term lists)."""
     import bm25s
 
     return bm25s.tokenize([with_identifier_parts(t) for t in texts], stopwords=INDEX_STOPWORDS,
-                          stemmer=stemmer(), show_progress=False)
+                          stemmer=stemmer(), return_ids=return_ids, show_progress=False)
 
 
 def question_tokens(texts: list[str]):

@@ -26,6 +26,7 @@ class ServeRequest(BaseModel):
     queries: list[str]
     repeats: int = Field(1, ge=1, description="timed passes over the queries")
     warmup: bool = Field(True, description="run every query once, untimed, before timing")
+    baseline: bool = Field(True, description="also time a plain VectorStoreIndex, interleaved per query")
     baseline_top_k: int = BASELINE_TOP_K
 
 
@@ -80,7 +81,7 @@ def serve(request: ServeRequest) -> ServeResult:
     settings = Settings(**request.settings)
     store = ChunkStore.open(settings)
     engine = build_engine(settings, store=store)
-    baseline, why = _baseline(store, request.baseline_top_k)
+    baseline, why = _baseline(store, request.baseline_top_k) if request.baseline else (None, "not requested")
     rss_open = peak_rss_mb()
     result = ServeResult(search_mode=store.search_mode, wall_ms=[], stage_ms={s: [] for s in STAGES},
                          baseline_unavailable=why, rss_open_mb=rss_open, peak_rss_mb=rss_open)

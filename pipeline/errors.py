@@ -4,6 +4,10 @@
     ├── SpecError            a spec file cannot be used (the reason is the message)
     ├── CorpusError          a corpus-level problem: missing path, file_id collision
     ├── IndexNotBuiltError   a query before `specrag index` ran for that corpus
+    ├── IndexDamagedError    an index file is missing, truncated or altered (`specrag index` repairs it)
+    │   └── IndexFormatError an index written by another version of specrag (`specrag index` rebuilds it)
+    ├── IndexBusyError       another `specrag index` holds the corpus's index lock
+    ├── ChromaUnavailableError  the Chroma server (SPECRAG_CHROMA_HOST) or store cannot be reached
     ├── LLMStageError        an LLM stage gave no usable answer (carries the fallback reason)
     ├── PromptError          a prompt file is missing or its {variables} don't match its stage
     └── SettingsError        a setting (env var, .env, argument) outside its allowed values
@@ -24,6 +28,22 @@ class CorpusError(SpecragError):
 
 class IndexNotBuiltError(SpecragError):
     """The index folder holds no index for this corpus; run `specrag index PATH` first."""
+
+
+class IndexDamagedError(SpecragError):
+    """An index file is missing, truncated or fails its checksum; the next `specrag index` repairs it."""
+
+
+class IndexFormatError(IndexDamagedError):
+    """The index was written in another format; `specrag index` rebuilds it."""
+
+
+class IndexBusyError(SpecragError):
+    """Another `specrag index` run is updating the same index and did not finish in time."""
+
+
+class ChromaUnavailableError(SpecragError):
+    """The Chroma server named in settings does not answer, or the embedded store cannot be opened."""
 
 
 class LLMStageError(SpecragError):

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("SPECRAG_CHROMA_PORT"))
     collection: str = Field("specrag_chunks", validation_alias=_env("SPECRAG_COLLECTION"),
                             json_schema_extra={"allowed": COLLECTION_RULE})
+    index_lock_timeout_s: float = Field(600.0, ge=0, le=86_400, allow_inf_nan=False,
+                                        validation_alias=_env("SPECRAG_INDEX_LOCK_TIMEOUT_S"),
+                                        description="how long an index run waits for another on the same corpus")
 
     # chunking
     chunk_max_tokens: int = Field(1500, ge=100, le=100_000, validation_alias=_env("SPECRAG_CHUNK_MAX_TOKENS"),

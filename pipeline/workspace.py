@@ -1,8 +1,8 @@
 """Where a corpus's index lives, and bringing it up to date.
 
 Each corpus (its set of input paths) gets its own folder under ``data_dir/corpora/`` holding
-Chroma, BM25, the manifest and the catalogs, so the demo corpus and a fleet never evict each
-other; ``data_dir/current`` names the last corpus indexed, which queries use by default.
+Chroma, the local index, the manifest and the catalogs, so the demo corpus and a fleet never
+evict each other; ``data_dir/current`` names the last corpus indexed, which queries use by default.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pipeline.catalog.io import CatalogWriteReport, write_catalogs
 from pipeline.errors import IndexNotBuiltError
 from pipeline.settings import Settings
-from pipeline.specs.ingest import CorpusIngest, ingest_paths
 from pipeline.specs.models import IngestReport
 
 CURRENT = "current"
@@ -47,24 +46,54 @@ class IndexRun(BaseModel):
     ingest: IngestReport
     catalogs: CatalogWriteReport
     index: dict
+    specs_parsed: list[str] = Field(default_factory=list, description="files read in this run (the rest were unchanged)")
     seconds: float
 
 
 def update_index(settings: Settings, paths: list[Path], progress: bool = True, store=None) -> tuple[Settings, IndexRun]:
-    """Ingest ``paths``, rewrite changed catalogs, and bring the corpus's index up to date.
+    """Read the specs that changed, update their catalogs, and bring the corpus's index up to date.
 
-    ``progress`` bars are drawn only when stderr is a terminal: never ``\r`` frames in a log."""
+    One run per index folder at a time (IndexLock); damage found on open is repaired. ``progress``
+    bars are drawn only when stderr is a terminal: never ``\r`` frames in a log."""
     from pipeline.index.builder import IndexBuilder
+    from pipeline.index.lock import IndexLock
     from pipeline.index.store import ChunkStore
+    from pipeline.specs.incremental import ingest_changed
+    from pipeline.specs.limits import SpecLimits
+    from pipeline.specs.sources import load_sources, save_sources
 
     progress = progress and sys.stderr.isatty()
     start = time.perf_counter()
     local = corpus_settings(settings, paths)
-    ingest: CorpusIngest = ingest_paths(paths, local.chunk_max_tokens, progress=progress)
-    catalogs = write_catalogs(ingest.apis, local.catalogs_path)
-    store = store or ChunkStore.open(local)
-    report = IndexBuilder(store, local).build(ingest.apis, progress=progress)
+    with IndexLock(local.data_dir, local.index_lock_timeout_s):
+        if store is None:
+            store = ChunkStore.open(local, repair=True)
+        else:
+            store.reload(repair=True)
+        if store.embed_model is not None:
+            store.chroma  # noqa: B018 - an unreachable Chroma server fails here, before any spec is read
+        builder = IndexBuilder(store, local)
+        ingest = ingest_changed(paths, local.chunk_max_tokens, load_sources(local.data_dir), builder.reusable(),
+                                limits=SpecLimits.from_settings(local), progress=progress)
+        kept = {s.info.file_id: s.info for s in ingest.kept}
+        catalogs = write_catalogs(ingest.apis, local.catalogs_path, kept=kept,
+                                  chunks_of=lambda fid: store.local.api_chunks(fid))
+        report = builder.build(ingest.apis, progress=progress, keep=set(kept))
+        save_sources(local.data_dir, ingest.state)
+        _cache_catalog_vectors(local, store)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     (settings.data_dir / CURRENT).write_text(local.data_dir.name)
     return local, IndexRun(ingest=ingest.report, catalogs=catalogs, index=report.model_dump(),
-                           seconds=round(time.perf_counter() - start, 2))
+                           specs_parsed=ingest.parsed, seconds=round(time.perf_counter() - start, 2))
+
+
+def _cache_catalog_vectors(local: Settings, store) -> None:
+    """Embed changed catalog entries now, while the model is loaded, not in the first query."""
+    if store.search_mode != "hybrid":
+        return
+    from pipeline.catalog.io import load_catalog
+    from pipeline.catalog.vectors import catalog_vectors
+    from pipeline.index.embeddings import embed_model_id
+
+    catalog_vectors(load_catalog(local.catalogs_path), store.embed_model, embed_model_id(store.embed_model),
+                    local.catalogs_path)

@@ -38,11 +38,26 @@ def hybrid(tmp_path_factory):
 def test_counts_and_fresh_build(hybrid):
     data, report = hybrid
     n_apis, n_chunks = _demo_counts()
-    assert (report.apis, report.chunks, report.chunks_embedded) == (n_apis, n_chunks, n_chunks)
+    assert (report.apis, report.chunks) == (n_apis, n_chunks)
+    assert report.chunks_embedded + report.chunks_reused == n_chunks and report.chunks_embedded > 0
     assert report.fresh_build and report.search_mode == "hybrid"
     assert report.index_build_seconds > 0 and report.embed_chunks_per_s > 0 and report.ingest_seconds > 0
     assert report.queries == len(QUERIES) and report.repeats == 2
     assert list(data.iterdir()) == [], "the temporary build folder must be removed"
+
+
+def test_reindex_after_one_edit_and_disk(hybrid):
+    """One spec of the private copy is edited; the re-index runs in its own process and says what it redid."""
+    _, report = hybrid
+    edit = report.reindex
+    assert edit is not None and report.reindex_unavailable == ""
+    assert Path(edit.spec).stem in {"petstore_v2", "users_api"} and "examples" not in Path(edit.spec).parts[-3:-1]
+    assert edit.apis_updated == [Path(edit.spec).stem] and edit.chunks_embedded >= 1 and edit.specs_parsed == 1
+    assert edit.wall_seconds >= edit.update_seconds > 0 and edit.peak_rss_mb > 50
+    assert "edited by specrag bench" not in (REPO / "examples" / "specs" / Path(edit.spec).name).read_text()
+    disk = report.disk_mb
+    assert {"manifest.json", "chroma", "total"} <= set(disk) and disk["total"] > 0
+    assert disk["total"] == pytest.approx(sum(v for k, v in disk.items() if k != "total"), abs=0.5)
 
 
 def test_latency_is_ordered_per_stage(hybrid):
@@ -60,9 +75,12 @@ def test_baseline_side_by_side_and_memory(hybrid):
     base = report.baseline_latency_ms
     assert base is not None and base.n == 2 * len(QUERIES) and base.p50 > 0
     assert report.baseline_unavailable == ""
-    assert report.ratio_p50 == pytest.approx(report.latency_ms["wall"].p50 / base.p50, abs=0.01)
+    paired = report.paired_latency_ms
+    assert paired is not None and paired.n == base.n
+    assert report.ratio_p50 == pytest.approx(paired.p50 / base.p50, abs=0.01)
     assert report.ratio_p95 > 0
     assert report.peak_rss_mb_serving >= report.rss_mb_engine_open > 50
+    assert report.peak_rss_mb_with_baseline >= report.rss_mb_engine_open
     assert report.machine.cpus >= 1 and report.machine.python
 
 
@@ -70,7 +88,8 @@ def test_format_names_every_required_number(hybrid):
     _, report = hybrid
     text = format_bench(report)
     for needle in ("ingest time", "embedding throughput", "chunks/s", "index build time", "p50", "p95",
-                   "peak RSS while serving", "VectorStoreIndex", "ratio ours/baseline", "fresh build"):
+                   "serving RSS", "VectorStoreIndex", "ratio ours/baseline", "fresh build", "cold build",
+                   "re-index after one spec changed", "index on disk"):
         assert needle in text, needle
     assert f"{report.latency_ms['wall'].p95:.2f}" in text and f"{report.ratio_p50}x" in text
 

@@ -6,6 +6,7 @@ import re
 from collections import Counter, defaultdict, deque
 
 from pipeline.catalog.models import ApiIndex, CatalogEntry, DomainGroup, EndpointEntry, SchemaEntry, SchemaUse
+from pipeline.specs.ids import base_chunk_id
 from pipeline.specs.models import ApiChunks, Chunk, ChunkType
 from pipeline.specs.render import clip, strip_markdown
 
@@ -41,9 +42,14 @@ def catalog_entry(api: ApiChunks) -> CatalogEntry:
                         domains=list(dict.fromkeys(domains))[:MAX_DOMAINS])
 
 
+def _whole(chunk: Chunk) -> bool:
+    """Not the second or later part of a split chunk (the first part stands for the element)."""
+    return base_chunk_id(chunk.id) == chunk.id
+
+
 def api_index(api: ApiChunks) -> ApiIndex:
     by_id = {c.id: c for c in api.chunks}
-    endpoints = [c for c in api.chunks if c.type is ChunkType.ENDPOINT and ":part" not in c.id.rsplit("/", 1)[-1]]
+    endpoints = [c for c in api.chunks if c.type is ChunkType.ENDPOINT and _whole(c)]
     grouped: dict[str, EndpointEntry] = {}
     for c in endpoints:
         entry = grouped.setdefault(c.path, EndpointEntry(path=c.path, methods=[]))
@@ -56,7 +62,7 @@ def api_index(api: ApiChunks) -> ApiIndex:
     schemas = [
         SchemaEntry(name=c.name, chunk_id=c.id, type=_use_type(uses.get(c.id, {})),
                     used_by=sorted(uses.get(c.id, {})))
-        for c in api.chunks if c.kind == "schemas" and ":part" not in c.id.rsplit(":", 1)[-1]
+        for c in api.chunks if c.kind == "schemas" and _whole(c)
     ]
     schemas.sort(key=lambda s: (s.name.lower(), s.chunk_id))
     return ApiIndex(file_id=api.api.file_id, name=api.api.title or api.api.file_id,

@@ -2,6 +2,8 @@
 
 Output is deterministic (sorted keys and lists), and a file is written only when its bytes
 change, so regenerating after one spec changed rewrites only that API's index and the catalog.
+``catalog.state.json`` remembers each API's entry, spec hash and index file hash, so an index
+run that did not re-read a spec reuses its entry instead of rebuilding it from its chunks.
 """
 
 from __future__ import annotations
@@ -9,18 +11,27 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from pipeline.atomic import write_atomic
 from pipeline.catalog.build import api_index, catalog_entry
-from pipeline.catalog.models import ApiIndex, Catalog
-from pipeline.errors import IndexNotBuiltError
+from pipeline.catalog.models import ApiIndex, Catalog, CatalogEntry
+from pipeline.errors import IndexDamagedError, IndexNotBuiltError
 from pipeline.graph.models import ApiGraph
-from pipeline.specs.models import ApiChunks
+from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, RefStats
 
 CATALOG_FILE = "catalog.json"
 INDEX_DIR = "indexes"
 GRAPH_DIR = "graphs"  # the dependency graph of each API, beside its index: read on demand, never at start
+STATE_FILE = "catalog.state.json"
+
+
+class _ApiCatalogState(BaseModel):
+    content_hash: str
+    entry: CatalogEntry
+    index_sha256: str
 
 
 class CatalogWriteReport(BaseModel):
@@ -37,45 +48,88 @@ def _write_if_changed(path: Path, data: bytes, report: CatalogWriteReport) -> No
     if path.exists() and path.read_bytes() == data:
         report.unchanged += 1
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
     report.written.append(str(path))
 
 
-def write_catalogs(apis: list[ApiChunks], catalog_dir: Path) -> CatalogWriteReport:
+def write_catalogs(apis: list[ApiChunks], catalog_dir: Path, kept: dict[str, ApiInfo] | None = None,
+                   chunks_of: Callable[[str], list[Chunk]] | None = None) -> CatalogWriteReport:
+    """Catalog and index files of ``apis`` and of ``kept`` (APIs not re-read: file_id -> ApiInfo),
+    whose entry and index are reused when the state file vouches for them, else rebuilt from
+    ``chunks_of(file_id)``. Incremental callers (``kept`` given, even empty) keep the state file."""
     report = CatalogWriteReport()
-    entries = sorted((catalog_entry(a) for a in apis), key=lambda e: e.file_id)
+    previous, state = _load_state(catalog_dir), {}
+    for api in apis:
+        state[api.api.file_id] = _write_api(api, catalog_dir, report)
+    for fid, info in sorted((kept or {}).items()):
+        cached, path = previous.get(fid), catalog_dir / INDEX_DIR / f"{fid}.json"
+        if cached is not None and cached.content_hash == info.content_hash and _sha256_of(path) == cached.index_sha256:
+            state[fid] = cached
+            report.unchanged += 1
+        elif chunks_of is None:
+            raise ValueError(f"{fid}: no catalog state to reuse and no stored chunks to rebuild it from")
+        else:
+            state[fid] = _write_api(ApiChunks(api=info, chunks=chunks_of(fid), refs=RefStats()), catalog_dir, report)
+    entries = sorted((s.entry for s in state.values()), key=lambda e: e.file_id)
     body = json.dumps([e.model_dump(mode="json") for e in entries], sort_keys=True).encode()
     catalog = Catalog(version=hashlib.sha256(body).hexdigest()[:16], apis=entries)
     _write_if_changed(catalog_dir / CATALOG_FILE, _dump(catalog), report)
-    keep, graphs = set(), set()
-    for api in apis:
-        path = catalog_dir / INDEX_DIR / f"{api.api.file_id}.json"
-        keep.add(path.name)
-        _write_if_changed(path, _dump(api_index(api)), report)
-        if api.graph is not None:
-            graphs.add(path.name)
-            _write_if_changed(catalog_dir / GRAPH_DIR / path.name, _dump(api.graph), report)
-    for folder, kept in ((INDEX_DIR, keep), (GRAPH_DIR, graphs)):
+    keep = {f"{fid}.json" for fid in state}  # an unchanged API keeps its graph file as it is
+    for folder in (INDEX_DIR, GRAPH_DIR):
         for stale in sorted((catalog_dir / folder).glob("*.json")):
-            if stale.name not in kept:
+            if stale.name not in keep:
                 stale.unlink()
                 report.removed.append(str(stale))
+    if kept is not None:
+        data = json.dumps({fid: s.model_dump(mode="json") for fid, s in sorted(state.items())}, sort_keys=True)
+        _write_if_changed(catalog_dir / STATE_FILE, data.encode(), CatalogWriteReport())
     return report
+
+
+def _write_api(api: ApiChunks, catalog_dir: Path, report: CatalogWriteReport) -> _ApiCatalogState:
+    data = _dump(api_index(api))
+    _write_if_changed(catalog_dir / INDEX_DIR / f"{api.api.file_id}.json", data, report)
+    if api.graph is not None:
+        _write_if_changed(catalog_dir / GRAPH_DIR / f"{api.api.file_id}.json", _dump(api.graph), report)
+    return _ApiCatalogState(content_hash=api.api.content_hash, entry=catalog_entry(api),
+                            index_sha256=hashlib.sha256(data).hexdigest())
+
+
+def _load_state(catalog_dir: Path) -> dict[str, _ApiCatalogState]:
+    try:
+        raw = json.loads((catalog_dir / STATE_FILE).read_bytes())
+        return {fid: _ApiCatalogState.model_validate(v) for fid, v in raw.items()}
+    except (OSError, ValueError, AttributeError):
+        return {}  # missing or damaged: every kept API is rebuilt from its chunks
+
+
+def _sha256_of(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def load_catalog(catalog_dir: Path) -> Catalog:
     path = catalog_dir / CATALOG_FILE
     if not path.exists():
         raise IndexNotBuiltError(f"no catalog at {path}; run `specrag index PATH...` (or `specrag ingest`) first")
-    return Catalog.model_validate_json(path.read_bytes())
+    try:
+        return Catalog.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise IndexDamagedError(f"{path} is truncated or invalid; run `specrag index` on the same specs "
+                                "to repair it") from exc
 
 
 def load_api_index(catalog_dir: Path, file_id: str) -> ApiIndex | None:
     path = catalog_dir / INDEX_DIR / f"{file_id}.json"
-    return ApiIndex.model_validate_json(path.read_bytes()) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return ApiIndex.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise IndexDamagedError(f"{path} is truncated or invalid; run `specrag index` on the same specs "
+                                "to repair it") from exc
 
 
 def load_api_graph(catalog_dir: Path, file_id: str) -> ApiGraph | None:

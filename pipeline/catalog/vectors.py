@@ -1,5 +1,6 @@
 """Embeddings of the catalog entries (name, description, domains), for the semantic signal of
-offline API selection. Cached beside the catalog, keyed by catalog version and model."""
+offline API selection. Cached beside the catalog per entry text and model, so a changed
+catalog re-embeds only the entries whose text changed."""
 
 from __future__ import annotations
 
@@ -20,21 +21,34 @@ def entry_text(entry: CatalogEntry) -> str:
 
 def catalog_vectors(catalog: Catalog, embed_model, model_id: str, catalog_dir: Path) -> np.ndarray:
     """Unit vectors, one row per catalog entry in catalog order."""
-    path = catalog_dir / CACHE_FILE
-    key = f"{catalog.version}|{model_id}"
-    if path.exists():
-        try:
-            cached = np.load(path)
-            if str(cached["key"]) == key and cached["vectors"].shape[0] == len(catalog.apis):
-                return cached["vectors"]
-        except (OSError, ValueError, KeyError):
-            logger.warning("ignoring unreadable %s", path)
-    from pipeline.index.builder import embed_sorted
+    from pipeline.index.vector_reuse import embed_sorted, text_hash
 
-    vectors = np.asarray(embed_sorted(embed_model, [entry_text(e) for e in catalog.apis]), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+    path = catalog_dir / CACHE_FILE
+    texts = [entry_text(e) for e in catalog.apis]
+    hashes = np.asarray([text_hash(t) for t in texts], dtype=np.uint64)
+    known = _load(path, model_id)
+    if known is not None and len(known[0]) == len(hashes) and np.array_equal(known[0], hashes):
+        return known[1]
+    rows = dict(zip(known[0].tolist(), known[1])) if known is not None else {}
+    missing = [i for i, h in enumerate(hashes.tolist()) if h not in rows]
+    fresh = np.asarray(embed_sorted(embed_model, [texts[i] for i in missing]), dtype=np.float32).reshape(len(missing), -1)
+    fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-9)
+    rows.update(zip((int(hashes[i]) for i in missing), fresh))
+    vectors = np.stack([rows[h] for h in hashes.tolist()]).astype(np.float32) if texts else np.zeros((0, 0), np.float32)
     try:
-        np.savez(path, key=np.array(key), vectors=vectors)
+        np.savez(path, key=np.array(model_id), hashes=hashes, vectors=vectors)
     except OSError as exc:  # a read-only catalog folder only costs the cache
         logger.warning("could not cache catalog vectors in %s: %s", path, exc)
     return vectors
+
+
+def _load(path: Path, model_id: str) -> tuple[np.ndarray, np.ndarray] | None:
+    if not path.exists():
+        return None
+    try:
+        cached = np.load(path)
+        if str(cached["key"]) == model_id and len(cached["hashes"]) == len(cached["vectors"]):
+            return cached["hashes"], cached["vectors"]
+    except (OSError, ValueError, KeyError):
+        logger.warning("ignoring unreadable %s", path)
+    return None

@@ -33,9 +33,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def ingest(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.catalog.io import write_catalogs
     from pipeline.specs.ingest import ingest_paths
+    from pipeline.specs.limits import SpecLimits
     from pipeline.workspace import corpus_settings
 
-    result = ingest_paths(args.paths, settings.chunk_max_tokens, progress=show_progress(args))
+    result = ingest_paths(args.paths, settings.chunk_max_tokens, progress=show_progress(args),
+                          limits=SpecLimits.from_settings(settings))
     if not args.no_catalogs and result.apis:
         catalogs = corpus_settings(settings, args.paths).catalogs_path
         written = write_catalogs(result.apis, catalogs)

@@ -1,4 +1,5 @@
-"""The persistent index: Chroma vectors + BM25, the embedder choice, incremental builds."""
+"""The persistent index: Chroma (vectors of record) + the local index that serves queries,
+the embedder choice, and incremental, crash-safe builds."""
 
 from pipeline.index.builder import IndexBuilder, IndexBuildReport
 from pipeline.index.embeddings import build_embed_model, embed_model_id

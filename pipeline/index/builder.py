@@ -1,32 +1,36 @@
 """Incremental index builds that survive being killed at any point.
 
-The index mirrors the corpus it was last built from: a spec with an unchanged content hash is
-skipped, a changed one has its chunks replaced, a missing one is removed, and a new embedding
-model or chunker version rebuilds everything. Each API is marked pending in the manifest before
-its chunks change and complete after, so queries never see a half-written API and the next
-build redoes pending ones. BM25 is rebuilt whole (bm25s has no incremental add) whenever the
-stored chunks changed since it was last built.
+The index mirrors the corpus it was last built from. An API whose spec and chunks are unchanged
+is left alone (its rows are copied into the next local generation as bytes); a changed one has
+its Chroma rows diffed and its local rows replaced; a missing one is removed. What a settings
+change affects is rebuilt and no more: a new embedding model re-embeds, a new chunker or
+``chunk_max_tokens`` re-chunks (and reuses every vector whose embed text is unchanged), new
+lexical analysis re-tokenizes. Damage found on open is repaired from the specs and Chroma.
 
-Test hook: ``SPECRAG_TEST_PAUSE_AFTER_APIS=N`` makes a build sleep right after it stored the
-first batch of its (N+1)-th API (state pending), so a test can ``kill -9`` it there.
+Commit protocol: APIs are marked pending (manifest written) before Chroma is touched; the new
+local generation is written under a temporary name and renamed; one atomic manifest write then
+marks them complete and switches ``local_dir``. Test hook: ``SPECRAG_TEST_PAUSE_AFTER_APIS=N``
+sleeps right after the first Chroma batch of the (N+1)-th changed API, so a test can kill it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
 import time
 
-import numpy as np
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from pipeline.index.embeddings import EMBED_BATCH_SIZE, NO_EMBEDDINGS, embed_model_id
-from pipeline.index.lexical import LexicalIndex
-from pipeline.index.manifest import ApiEntry, ApiState, Manifest, load_manifest
-from pipeline.index.store import ChunkStore
-from pipeline.nodes import chunk_to_node
+from pipeline.index.chroma_rows import ChromaRows
+from pipeline.index.embeddings import NO_EMBEDDINGS, embed_model_id
+from pipeline.index.lexical import LEXICAL_VERSION
+from pipeline.index.manifest import ApiEntry, ApiState, IndexShape, Manifest
+from pipeline.index.pack_writer import NewApi, write_generation
+from pipeline.index.store import LOCAL_DIR, ChunkStore
+from pipeline.index.vector_reuse import VectorSource, embed_text, text_hash
 from pipeline.settings import Settings
 from pipeline.specs.chunker import CHUNKER_VERSION
 from pipeline.specs.models import ApiChunks
@@ -34,192 +38,241 @@ from pipeline.specs.models import ApiChunks
 logger = logging.getLogger(__name__)
 
 PAUSE_HOOK_ENV = "SPECRAG_TEST_PAUSE_AFTER_APIS"
-EMBED_SUB_BATCH = 64
-
-
-def embed_sorted(model, texts: list[str], sub_batch: int = EMBED_SUB_BATCH) -> list[list[float]]:
-    """Embed in length-sorted sub-batches (a batch is padded to its longest text: ~1.8x faster
-    here than mixed lengths), returned in the input order."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    vectors: list[list[float]] = [[] for _ in texts]
-    for start in range(0, len(order), sub_batch):
-        chunk = order[start:start + sub_batch]
-        for i, vector in zip(chunk, model.get_text_embedding_batch([texts[i] for i in chunk])):
-            vectors[i] = vector
-    return vectors
+LEGACY_DIRS = ("bm25",)
+BUILD_BATCH = 2048  # chunks per group: one embedding pass and Chroma batches this large (measured: 5000-row
+# adds ran 1.5x faster than 256-row ones); a killed build loses at most one group's work
 
 
 class IndexBuildReport(BaseModel):
     apis_added: list[str] = Field(default_factory=list)
-    apis_updated: list[str] = Field(default_factory=list, description="content hash changed: chunks replaced")
+    apis_updated: list[str] = Field(default_factory=list, description="spec or chunks changed: rows replaced")
     apis_unchanged: list[str] = Field(default_factory=list)
     apis_removed: list[str] = Field(default_factory=list, description="no longer in the input")
-    apis_repaired: list[str] = Field(default_factory=list, description="left pending by an interrupted build")
-    full_rebuild: str = Field("", description="why everything was rebuilt (new model/chunker/no manifest), else ''")
-    bm25_rebuilt: bool = False
-    chunks_embedded: int = 0
+    apis_repaired: list[str] = Field(default_factory=list, description="left pending by an interrupted build, or lost to damage")
+    full_rebuild: str = Field("", description="why every API was re-examined (settings changed, no manifest), else ''")
+    damage: str = Field("", description="damage found on open and repaired by this build, else ''")
+    local_written: bool = Field(False, description="a new local generation was written")
+    chunks_embedded: int = Field(0, description="distinct embed texts embedded in this run")
+    chunks_reused: int = Field(0, description="chunks of changed APIs whose vector was found already computed")
     embed_seconds: float = 0.0
-    chunks_per_s: float = 0.0
+    chunks_per_s: float = Field(0.0, description="embedding throughput: chunks_embedded / embed_seconds")
+    chroma_seconds: float = 0.0
+    local_seconds: float = 0.0
     seconds: float = 0.0
     search_mode: str = Field("hybrid", description="hybrid, or lexical when no embedding model loaded")
 
 
+def chunks_digest(api: ApiChunks) -> str:
+    digest = hashlib.sha256()
+    for chunk in api.chunks:
+        digest.update(chunk.model_dump_json().encode() + b"\0")
+    return digest.hexdigest()
+
+
 class IndexBuilder:
-    """Brings ``store`` in line with a list of ingested APIs."""
+    """Brings ``store`` in line with the ingested APIs (and the ones kept without re-reading)."""
 
     def __init__(self, store: ChunkStore, settings: Settings, *, chunker_version: str = CHUNKER_VERSION,
-                 batch_size: int = EMBED_BATCH_SIZE):
+                 batch_size: int = BUILD_BATCH):
         self.store = store
         self.settings = settings
-        self.chunker_version = chunker_version
         self.batch_size = batch_size
+        self.shape = IndexShape(embed_model=embed_model_id(store.embed_model), chunker_version=chunker_version,
+                                chunk_max_tokens=settings.chunk_max_tokens, lexical_version=LEXICAL_VERSION)
         self._pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "-1"))
-        self._fresh: dict[str, np.ndarray] = {}  # vectors embedded in this run, by file_id
 
-    def build(self, apis: list[ApiChunks], progress: bool = True) -> IndexBuildReport:
+    def reusable(self) -> dict[str, str]:
+        """file_id -> content hash of the APIs a caller may keep without re-reading their spec."""
+        manifest = self.store.manifest
+        if manifest is None or manifest.shape != self.shape or self.store.damage:
+            return {}
+        return {fid: manifest.apis[fid].content_hash for fid in self.store.complete_api_ids()}
+
+    def build(self, apis: list[ApiChunks], progress: bool = True, keep: set[str] = frozenset()) -> IndexBuildReport:
+        """``apis``: the APIs read now; ``keep``: ones not re-read, taken as they are (see ``reusable``)."""
         started = time.perf_counter()
-        _validate(apis)
-        self._fresh = {}
-        report = IndexBuildReport()
-        manifest = self._prepare(report)
-        todo = self._plan(manifest, apis, report)
-        for file_id in report.apis_removed:
-            self._remove(manifest, file_id)
-        mode = "embedding" if self.store.embed_model is not None else "indexing"
-        with tqdm(total=sum(len(a.chunks) for a in todo), desc=mode, unit="chunk", disable=not progress) as bar:
-            for n, api in enumerate(todo):
-                self._store_api(manifest, api, bar, report, pause=n == self._pause_after)
-        if self._lexical_outdated(manifest):
-            self._rebuild_lexical(manifest, apis)
-            report.bm25_rebuilt = True
-        self.store.reload()
-        report.search_mode = self.store.search_mode
-        report.chunks_per_s = report.chunks_embedded / report.embed_seconds if report.embed_seconds else 0.0
-        report.seconds = time.perf_counter() - started
-        return report
+        _validate(apis, keep)
+        report = IndexBuildReport(damage=self.store.damage)
+        manifest, reset = self._prepare(report)
+        local = self.store.local
+        rebuild_all = reset or local is None or local.header.embed_model != self.shape.embed_model
+        digests = {a.api.file_id: chunks_digest(a) for a in apis}
+        todo = self._plan(manifest, apis, keep, digests, rebuild_all, report)
+        retokenize = local is not None and local.header.lexical_version != LEXICAL_VERSION
+        if not (todo or report.apis_removed or retokenize):
+            if manifest != self.store.manifest or (local is None and manifest.local_dir):
+                manifest.local_dir = manifest.local_dir if local is not None else None
+                self.store.write_manifest(manifest)
+            return self._finish(report, started)
+        sources = VectorSource(self.store.embed_model, None if rebuild_all else local)
+        rows = ChromaRows(self.store, reset) if self.store.embed_model is not None else None
+        if rows is not None and self.store.manifest is None and self.store.damage:
+            rows.delete_others({a.api.file_id for a in apis} | set(keep))  # the lost manifest listed them
+        new = self._store_changed(manifest, todo, digests, sources, rows, report, progress)
+        self.store.close_chroma()  # written: the local generation is next, without Chroma's index in memory
+        t0 = time.perf_counter()
+        changed = {a.api.file_id for a in todo}
+        kept = sorted({a.api.file_id for a in apis} - changed | set(keep))
+        self._commit(manifest, todo, kept, new, retokenize, report)
+        report.local_seconds = round(time.perf_counter() - t0, 2)
+        report.chunks_embedded, report.chunks_reused = sources.embedded, sources.reused
+        report.embed_seconds = round(sources.embed_seconds, 2)
+        report.chroma_seconds = round(rows.seconds, 2) if rows else 0.0
+        return self._finish(report, started)
 
-    def _prepare(self, report: IndexBuildReport) -> Manifest:
-        """The manifest to update, or a fresh one (vectors dropped) if the old one no longer fits."""
-        identity = embed_model_id(self.store.embed_model)
-        old = load_manifest(self.store.data_dir)
-        if old is not None and old.compatible(identity, self.chunker_version):
-            return old
-        report.full_rebuild = ("no manifest" if old is None else
-                               f"index built with {old.embed_model} / chunker {old.chunker_version}, "
-                               f"now {identity} / chunker {self.chunker_version}")
-        if self.store.embed_model is not None or (old is not None and old.embed_model != NO_EMBEDDINGS):
-            self.store.reset_vectors()  # before the new manifest: a crash here just resets again
-        self.store.local = None  # its vectors/chunks are of the old model or chunker: never copy from it
-        fresh = Manifest(embed_model=identity, chunker_version=self.chunker_version,
-                         generation=(old.generation + 1) if old else 1)
-        self.store.write_manifest(fresh)
-        return fresh
+    def _prepare(self, report: IndexBuildReport) -> tuple[Manifest, bool]:
+        """The manifest to update, and whether Chroma's vectors were dropped (model changed).
 
-    def _plan(self, manifest: Manifest, apis: list[ApiChunks], report: IndexBuildReport) -> list[ApiChunks]:
+        A fresh manifest when there is none, or when the vectors it lists are of another model."""
+        old = self.store.manifest
+        if old is not None and old.shape == self.shape and not self.store.damage:
+            return old, False
+        report.full_rebuild = (f"index damaged ({self.store.damage})" if self.store.damage else
+                               f"index of another format ({self.store.outdated})" if self.store.outdated else
+                               "no manifest" if old is None else
+                               f"index built with {_describe(old.shape)}, now {_describe(self.shape)}")
+        if old is not None and old.embed_model == self.shape.embed_model:
+            return old.model_copy(update=self.shape.model_dump()), False
+        reset = old is not None or not self.store.damage  # after a lost manifest, Chroma's rows are still ours
+        if reset and (self.store.embed_model is not None or (old is not None and old.embed_model != NO_EMBEDDINGS)
+                      or self.store.outdated):
+            self.store.reset_vectors()  # vectors of another model (or of unknown origin): never reuse them
+        for legacy in LEGACY_DIRS:  # what older formats kept beside the manifest
+            shutil.rmtree(self.store.data_dir / legacy, ignore_errors=True)
+        fresh = Manifest(**self.shape.model_dump(), generation=(old.generation + 1) if old else 1)
+        return fresh, reset
+
+    def _plan(self, manifest: Manifest, apis: list[ApiChunks], keep: set[str], digests: dict[str, str],
+              rebuild_all: bool, report: IndexBuildReport) -> list[ApiChunks]:
+        served = self.store.complete_api_ids()
         todo = []
         for api in apis:
-            entry, file_id = manifest.apis.get(api.api.file_id), api.api.file_id
+            fid = api.api.file_id
+            entry = manifest.apis.get(fid)
+            same = not rebuild_all and entry is not None and entry.content_hash == api.api.content_hash and \
+                entry.chunks_digest == digests[fid]
             bucket = (report.apis_added if entry is None else
-                      report.apis_repaired if entry.state is ApiState.PENDING else
-                      report.apis_updated if entry.content_hash != api.api.content_hash else
-                      report.apis_unchanged)
-            bucket.append(file_id)
+                      report.apis_repaired if entry.state is ApiState.PENDING or fid not in served else
+                      report.apis_unchanged if same else report.apis_updated)
+            bucket.append(fid)
             if bucket is not report.apis_unchanged:
                 todo.append(api)
-        wanted = {a.api.file_id for a in apis}
+        report.apis_unchanged += sorted(keep)
+        wanted = {a.api.file_id for a in apis} | set(keep)
         report.apis_removed.extend(sorted(set(manifest.apis) - wanted))
         return todo
 
-    def _remove(self, manifest: Manifest, file_id: str) -> None:
-        manifest.apis[file_id].state = ApiState.PENDING
+    def _store_changed(self, manifest: Manifest, todo: list[ApiChunks], digests: dict[str, str],
+                       sources: VectorSource, rows: ChromaRows | None, report: IndexBuildReport,
+                       progress: bool) -> list[NewApi]:
+        """Chroma rows of removed and changed APIs, in groups marked pending first; a group's new
+        texts are embedded in one length-sorted pass and its rows added in large batches."""
+        if report.apis_removed:
+            self._mark_pending(manifest, report.apis_removed)
+            if rows is not None:
+                rows.delete_apis(report.apis_removed)
+        new: list[NewApi] = []
+        bar = tqdm(total=sum(len(a.chunks) for a in todo), unit="chunk", disable=not progress,
+                   desc="embedding" if rows is not None else "indexing")
+        for group in _groups(todo, self.batch_size):
+            self._mark_pending(manifest, [a.api.file_id for a in group])
+            hashes = [[text_hash(embed_text(c)) for c in api.chunks] for api in group]
+            vectors: list = [None] * len(group)
+            if rows is not None:
+                for api, api_hashes in zip(group, hashes):
+                    if missing := sources.missing(api_hashes):
+                        sources.offer(*rows.vectors_by_hash(api.api.file_id, set(missing)))
+                sources.embed([c for api in group for c in api.chunks], [h for hs in hashes for h in hs])
+                vectors = [sources.vectors_for(api.chunks, hs) for api, hs in zip(group, hashes)]
+                pause_at = self._pause_after - len(new) if 0 <= self._pause_after - len(new) < len(group) else None
+                rows.replace_group(group, vectors, hashes, self.batch_size,
+                                   after_first_batch_of=(pause_at, _pause) if pause_at is not None else None)
+            for api, api_hashes, api_vectors in zip(group, hashes, vectors):
+                new.append(NewApi(api.api.file_id, api.api.content_hash, digests[api.api.file_id], api.chunks,
+                                  api_vectors, _as_uint64(api_hashes)))
+            bar.update(sum(len(a.chunks) for a in group))
+        bar.close()
+        return new
+
+    def _mark_pending(self, manifest: Manifest, file_ids: list[str]) -> None:
+        for fid in file_ids:
+            if fid in manifest.apis:
+                manifest.apis[fid].state = ApiState.PENDING
+            else:
+                manifest.apis[fid] = ApiEntry(content_hash="", state=ApiState.PENDING)
         manifest.generation += 1
         self.store.write_manifest(manifest)
-        if self.store.embed_model is not None:
-            self.store.delete_api_vectors(file_id)
-        del manifest.apis[file_id]
-        self.store.write_manifest(manifest)
 
-    def _store_api(self, manifest: Manifest, api: ApiChunks, bar: tqdm, report: IndexBuildReport,
-                   pause: bool) -> None:
-        file_id = api.api.file_id
-        manifest.apis[file_id] = ApiEntry(content_hash=api.api.content_hash, state=ApiState.PENDING,
-                                          n_chunks=len(api.chunks))
+    def _commit(self, manifest: Manifest, todo: list[ApiChunks], kept: list[str], new: list[NewApi],
+                retokenize: bool, report: IndexBuildReport) -> None:
+        """Write the next local generation, then switch the manifest to it in one atomic write."""
         manifest.generation += 1
-        self.store.write_manifest(manifest)
-        model = self.store.embed_model
-        if model is not None:
-            self.store.delete_api_vectors(file_id)
-            rows = []
-            for start in range(0, len(api.chunks), self.batch_size):
-                batch = api.chunks[start:start + self.batch_size]
-                nodes = [chunk_to_node(c) for c in batch]
-                t0 = time.perf_counter()
-                vectors = embed_sorted(model, [c.embed_text or c.name or c.id for c in batch])
-                report.embed_seconds += time.perf_counter() - t0
-                rows.append(np.asarray(vectors, dtype=np.float32))
-                for node, vector in zip(nodes, vectors):
-                    node.embedding = vector
-                self.store.add_nodes(nodes)
-                report.chunks_embedded += len(batch)
-                bar.update(len(batch))
-                _maybe_pause(pause)
-                pause = False
-            self._fresh[file_id] = np.concatenate(rows) if rows else np.empty((0, 0), dtype=np.float32)
-        else:
-            bar.update(len(api.chunks))
-            _maybe_pause(pause)
-        manifest.apis[file_id].state = ApiState.COMPLETE
-        self.store.write_manifest(manifest)
-
-    def _lexical_outdated(self, manifest: Manifest) -> bool:
-        """Stale generation, a missing folder, or a vector copy missing while embeddings are on."""
-        if manifest.bm25_stale or manifest.bm25_dir is None:
-            return manifest.bm25_stale
-        if not (self.store.data_dir / "bm25" / manifest.bm25_dir).is_dir():
-            return True
-        local = self.store.local
-        return self.store.embed_model is not None and (local is None or local.vectors is None)
-
-    def _rebuild_lexical(self, manifest: Manifest, apis: list[ApiChunks]) -> None:
-        """The local index (BM25 + vector copy) over every complete API, in a new generation folder."""
-        done = [a for a in apis if manifest.apis[a.api.file_id].state is ApiState.COMPLETE and a.chunks]
-        chunks = [c for a in done for c in a.chunks]
+        root = self.store.data_dir / LOCAL_DIR
         name = f"gen-{manifest.generation}"
-        root = self.store.data_dir / "bm25"
-        if chunks:
-            t0 = time.perf_counter()
-            vectors = None if self.store.embed_model is None else np.concatenate([self._vectors(a) for a in done])
-            LexicalIndex.build(chunks, {a.api.file_id: a.api.content_hash for a in done}, root / name, vectors)
-            logger.info("BM25 over %d chunks built in %.1fs", len(chunks), time.perf_counter() - t0)
-        manifest.bm25_dir = name if chunks else None
-        manifest.bm25_generation = manifest.generation
+        if new or kept:
+            previous = self.store.local.pack if self.store.local is not None else None
+            write_generation(root / name, manifest.generation, previous, kept, new,
+                             embed_model=self.shape.embed_model, dim=self._dim(new), retokenize=retokenize)
+        for fid in report.apis_removed:
+            manifest.apis.pop(fid, None)
+        for api, fresh in zip(todo, new):
+            manifest.apis[api.api.file_id] = ApiEntry(content_hash=api.api.content_hash, state=ApiState.COMPLETE,
+                                                      n_chunks=len(api.chunks), chunks_digest=fresh.chunks_digest)
+        manifest.local_dir = name if (new or kept) else None
         self.store.write_manifest(manifest)
+        report.local_written = True
         for old in root.glob("gen-*"):
             if old.name != name:
                 shutil.rmtree(old, ignore_errors=True)
 
-    def _vectors(self, api: ApiChunks) -> np.ndarray:
-        """An API's vectors in chunk order: embedded now, else the previous local index, else Chroma."""
-        file_id, ids = api.api.file_id, [c.id for c in api.chunks]
-        if file_id in self._fresh:
-            return self._fresh[file_id]
-        previous = self.store.local
-        if previous is not None and previous.api_hashes.get(file_id) == api.api.content_hash \
-                and previous.chunk_ids(file_id) == ids and (rows := previous.rows_vectors(file_id)) is not None:
-            return rows
-        stored = self.store.vectors.client.get(ids=ids, include=["embeddings"])
-        by_id = dict(zip(stored["ids"], stored["embeddings"]))
-        if missing := [cid for cid in ids if cid not in by_id]:
-            raise RuntimeError(f"{file_id}: {len(missing)} chunks have no vector in Chroma (e.g. {missing[0]!r}); "
-                               "delete the index folder and rebuild")
-        return np.asarray([by_id[cid] for cid in ids], dtype=np.float32)
+    def _dim(self, new: list[NewApi]) -> int:
+        if self.store.embed_model is None:
+            return 0
+        for api in new:
+            if api.vectors is not None and api.vectors.ndim == 2 and api.vectors.shape[0]:
+                return int(api.vectors.shape[1])
+        return self.store.local.header.dim if self.store.local is not None else 0
+
+    def _finish(self, report: IndexBuildReport, started: float) -> IndexBuildReport:
+        self.store.reload()
+        report.search_mode = self.store.search_mode
+        report.chunks_per_s = round(report.chunks_embedded / report.embed_seconds, 1) if report.embed_seconds else 0.0
+        report.seconds = round(time.perf_counter() - started, 2)
+        return report
 
 
-def _validate(apis: list[ApiChunks]) -> None:
+def _groups(todo: list[ApiChunks], size: int):
+    """Consecutive APIs with at least ``size`` chunks per group: embedding batches stay full, and
+    a kill loses at most one group's work."""
+    group, count = [], 0
+    for api in todo:
+        group.append(api)
+        count += len(api.chunks)
+        if count >= size:
+            yield group
+            group, count = [], 0
+    if group:
+        yield group
+
+
+def _as_uint64(hashes: list[int]):
+    import numpy as np
+
+    return np.asarray(hashes, dtype=np.uint64)
+
+
+def _describe(shape: IndexShape | None) -> str:
+    if shape is None:
+        return "nothing"
+    return (f"{shape.embed_model} / chunker {shape.chunker_version} / {shape.chunk_max_tokens} max tokens / "
+            f"lexical {shape.lexical_version}")
+
+
+def _validate(apis: list[ApiChunks], keep: set[str]) -> None:
     """Drop (in place, with a warning) every API that would corrupt the store: a second spec
-    with a file_id already taken, duplicate chunk ids, a chunk of another file_id. One bad spec
-    never stops the build of the others."""
-    seen: set[str] = set()
+    with a file_id already taken (``keep``: the unchanged APIs the index holds), duplicate chunk
+    ids, a chunk of another file_id. One bad spec never stops the build of the others."""
+    seen: set[str] = set(keep)
     kept: list[ApiChunks] = []
     for api in apis:
         file_id = api.api.file_id
@@ -236,7 +289,6 @@ def _validate(apis: list[ApiChunks]) -> None:
     apis[:] = kept
 
 
-def _maybe_pause(pause: bool) -> None:
-    if pause:
-        logger.warning("%s: pausing mid-build for a kill test", PAUSE_HOOK_ENV)
-        time.sleep(3600)
+def _pause() -> None:
+    logger.warning("%s: pausing mid-build for a kill test", PAUSE_HOOK_ENV)
+    time.sleep(3600)

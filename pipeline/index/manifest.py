@@ -1,26 +1,30 @@
-"""``data_dir/manifest.json``: what the index holds, stamped with the versions that built it.
+"""``data_dir/manifest.json``: what the index holds, and the settings that shaped it.
 
-The manifest is the commit record of the index. An API is marked ``pending`` (and the manifest
-written) before any of its chunks change, and ``complete`` only after all of them are stored,
-so a run killed at any point leaves pending APIs that queries skip and the next build redoes.
-Every write goes to a temp file first and replaces the old manifest with ``os.replace``.
+The manifest is the commit record of the index. APIs about to change are marked ``pending``
+(and the manifest written) before Chroma is touched; they become ``complete`` in the same atomic
+write that switches ``local_dir`` to the generation holding their rows. A run killed at any
+point leaves pending APIs that queries skip and the next build redoes, and a local generation
+that matches the manifest. Every write goes to a unique temp file, then ``os.replace``.
+
+The settings that shape chunks and vectors (chunker version, ``chunk_max_tokens``, embedding
+model, lexical analysis, formats) are recorded: a change rebuilds what it affects.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from pipeline.atomic import write_atomic
+from pipeline.errors import IndexDamagedError, IndexFormatError
 from pipeline.versions import package_versions
 
 MANIFEST_NAME = "manifest.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _VERSIONED_PACKAGES = ("chromadb", "bm25s", "llama-index-core")
 
 
@@ -33,16 +37,23 @@ class ApiEntry(BaseModel):
     content_hash: str = Field(description="ApiInfo.content_hash of the spec the chunks came from")
     state: ApiState = Field(description="pending while its chunks are being replaced or removed")
     n_chunks: int = 0
+    chunks_digest: str = Field("", description="hash of the stored chunks (a re-chunk that changes none keeps it)")
 
 
-class Manifest(BaseModel):
+class IndexShape(BaseModel):
+    """Everything besides the specs that decides what is stored."""
+
+    embed_model: str = Field(description="embedding identity ('none' = lexical only); a change re-embeds")
+    chunker_version: str = Field(description="a change re-chunks every spec")
+    chunk_max_tokens: int = Field(description="SPECRAG_CHUNK_MAX_TOKENS; a change re-chunks every spec")
+    lexical_version: str = Field(description="BM25 analysis; a change re-tokenizes the stored texts")
+
+
+class Manifest(IndexShape):
     format_version: int = FORMAT_VERSION
-    embed_model: str = Field(description="embedding identity ('none' = lexical only); a change rebuilds all")
-    chunker_version: str = Field(description="chunker version of the stored chunks; a change rebuilds all")
     generation: int = Field(0, description="bumped whenever the stored chunks change")
     apis: dict[str, ApiEntry] = Field(default_factory=dict)
-    bm25_dir: str | None = Field(None, description="folder under data_dir/bm25 holding the live BM25 index")
-    bm25_generation: int = Field(-1, description="generation the live BM25 index was built for")
+    local_dir: str | None = Field(None, description="folder under data_dir/local holding the live local index")
     versions: dict[str, str] = Field(default_factory=dict, description="package versions that wrote it")
     updated_at: str = ""
 
@@ -53,12 +64,8 @@ class Manifest(BaseModel):
         return {fid for fid, entry in self.apis.items() if entry.state is ApiState.PENDING}
 
     @property
-    def bm25_stale(self) -> bool:
-        return self.bm25_generation != self.generation
-
-    def compatible(self, embed_model: str, chunker_version: str) -> bool:
-        return (self.format_version == FORMAT_VERSION and self.embed_model == embed_model
-                and self.chunker_version == chunker_version)
+    def shape(self) -> IndexShape:
+        return IndexShape.model_validate(self.model_dump(include=set(IndexShape.model_fields)))
 
 
 def manifest_path(data_dir: Path) -> Path:
@@ -66,27 +73,38 @@ def manifest_path(data_dir: Path) -> Path:
 
 
 def load_manifest(data_dir: Path) -> Manifest | None:
-    """The manifest, or None when there is none (or it is unreadable: then the index is rebuilt)."""
+    """The manifest, None when there is none, IndexDamagedError (one line) when it is unreadable."""
     path = manifest_path(data_dir)
     try:
-        return Manifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ValidationError):
+        raw = path.read_bytes()
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise IndexDamagedError(f"{path} is unreadable ({exc.strerror or exc})") from exc
+    try:
+        manifest = Manifest.model_validate_json(raw)
+    except (ValueError, ValidationError) as exc:
+        if _format_of(raw) not in (None, FORMAT_VERSION):
+            raise IndexFormatError(f"{path} was written by another version of specrag (format "
+                                    f"{_format_of(raw)}, this one reads {FORMAT_VERSION})") from exc
+        raise IndexDamagedError(f"{path} is truncated or invalid ({len(raw)} bytes)") from exc
+    if manifest.format_version != FORMAT_VERSION:
+        raise IndexFormatError(f"{path} was written by another version of specrag (format "
+                               f"{manifest.format_version}, this one reads {FORMAT_VERSION})")
+    return manifest
+
+
+def _format_of(raw: bytes) -> int | None:
+    try:
+        value = json.loads(raw).get("format_version")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
 
 
 def save_manifest(data_dir: Path, manifest: Manifest) -> None:
     """Atomic write: readers and a later run see the old manifest or the new one, never a mix."""
     manifest.updated_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest.versions = dict(package_versions(_VERSIONED_PACKAGES))
-    path = manifest_path(data_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(manifest.model_dump(mode="json"), fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    data = json.dumps(manifest.model_dump(mode="json"), indent=1, sort_keys=True).encode()
+    write_atomic(manifest_path(data_dir), data, durable=True)

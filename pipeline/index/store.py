@@ -1,31 +1,34 @@
 """ChunkStore: the persistent index that queries read and ``IndexBuilder`` fills.
 
-Layout under ``settings.data_dir``: ``manifest.json`` (manifest.py), ``chroma/`` (the embedded
-Chroma store, unless ``settings.chroma_host`` names a server) and ``bm25/gen-N/`` (the local
-index: BM25 + vector copy, lexical.py). Chroma holds every chunk with its vector; it is only
-ever given vectors we compute (never its default embedding function, which downloads a model).
-Queries run on the local index, and on Chroma for an API the local index does not hold in its
-current version (after an interrupted build). Only complete APIs are ever returned.
+Layout under ``settings.data_dir``: ``manifest.json`` (manifest.py, the commit record),
+``local/gen-N/`` (the local index that serves every query: chunks, float16 vectors, BM25
+postings; pack.py), ``chroma/`` (the embedded Chroma store, unless ``settings.chroma_host``
+names a server) and ``sources.json`` (what each spec file looked like when last read).
+
+Chroma is the store of record for the vectors: one row per chunk with its float32 vector and
+the metadata needed to filter, delete and reuse it (``source_file``, ``type``, ``embed_hash``),
+no text. The chunks' text and metadata are stored once, in the local index; they are derived
+from the specs, so repairing a damaged local index re-reads specs and reuses Chroma's vectors.
+Queries never touch Chroma. Only APIs complete in the manifest and present in the live
+generation with the same content hash are served.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import re
+from functools import partial
 from pathlib import Path
 
-import chromadb
-from chromadb.config import Settings as ChromaSettings
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import NodeWithScore, TextNode
-from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
-from llama_index.vector_stores.chroma import ChromaVectorStore
+from llama_index.core.schema import NodeWithScore
 
+from pipeline.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
 from pipeline.index.batching import BatchCoalescer
 from pipeline.index.embeddings import build_embed_model, embed_model_id, embed_queries
-from pipeline.index.lexical import STUB, LexicalIndex
+from pipeline.index.local import STUB, LocalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
-from pipeline.nodes import node_to_chunk
 from pipeline.settings import Settings
 from pipeline.specs.ids import split_chunk_id
 from pipeline.specs.models import Chunk
@@ -33,12 +36,13 @@ from pipeline.specs.models import Chunk
 logger = logging.getLogger(__name__)
 
 HYBRID, LEXICAL = "hybrid", "lexical"
+LOCAL_DIR = "local"
 QUERY_EMBEDDING_CACHE = 256
 _COLLECTION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
 
 
 class ChunkStore:
-    """Read side for queries; the write helpers at the bottom are for ``IndexBuilder``."""
+    """Read side for queries; ``chroma`` and ``write_manifest`` are for ``IndexBuilder``."""
 
     def __init__(self, settings: Settings, embed_model: BaseEmbedding | None):
         if not _COLLECTION_RE.match(settings.collection):
@@ -47,30 +51,73 @@ class ChunkStore:
         self.data_dir = Path(settings.data_dir)
         self.embed_model = embed_model
         self.manifest: Manifest | None = None
-        self.local: LexicalIndex | None = None
+        self.local: LocalIndex | None = None
+        self.damage = ""  # what was found broken on open (repair mode), else ''
+        self.outdated = ""  # the index is of another format (repair mode: it is rebuilt), else ''
         self.search_mode = LEXICAL
+        self._served: frozenset[str] = frozenset()
         self._client = None
-        self._vectors: ChromaVectorStore | None = None
+        self._vectors = None
         self._embedding_cache: dict[str, list[float]] = {}
-        self._embed = BatchCoalescer(self._embed_batch)  # concurrent queries share one model call
-        self._ids_cache: tuple | None = None  # (manifest, local, writes, complete ids, local ids)
-        self._manifest_writes = 0
+        # concurrent queries share one model call (bound to the model, not the store: no reference cycle)
+        self._embed = BatchCoalescer(partial(embed_queries, embed_model))
 
     @classmethod
-    def open(cls, settings: Settings, embed_model: BaseEmbedding | None | str = "auto") -> "ChunkStore":
-        """Open (or prepare) the index in ``settings.data_dir``; ``"auto"`` loads the model in settings."""
+    def open(cls, settings: Settings, embed_model: BaseEmbedding | None | str = "auto", *,
+             repair: bool = False) -> "ChunkStore":
+        """Open the index in ``settings.data_dir`` (``"auto"`` loads the model in settings).
+
+        Damage raises IndexDamagedError with one line, unless ``repair`` (the builder's mode):
+        then ``store.damage`` says what is broken and the store serves what is intact."""
         if embed_model == "auto":
             embed_model = build_embed_model(settings)
         store = cls(settings, embed_model)
-        store.reload()
+        store.reload(repair=repair)
         return store
 
-    def reload(self) -> None:
+    def reload(self, repair: bool = False) -> None:
         """Re-read the manifest and the local index (after a build, possibly by another process)."""
-        self.manifest = load_manifest(self.data_dir)
-        folder = self.manifest.bm25_dir if self.manifest else None
-        self.local = LexicalIndex.load(self.data_dir / "bm25" / folder) if folder else None
+        self.damage, self.outdated, self.local = "", "", None
+        for attempt in range(2):  # a build may switch generations between our two reads: read again
+            try:
+                self.manifest = load_manifest(self.data_dir)
+                self.local = self._open_local()
+                break
+            except IndexDamagedError as exc:
+                if attempt == 0 and self._generation_moved():
+                    continue
+                if not repair:
+                    what, fix = ("cannot be read", "rebuild") if isinstance(exc, IndexFormatError) else ("is damaged", "repair")
+                    raise type(exc)(f"the index in {self.data_dir} {what}: {exc}; run `specrag index` on the "
+                                    f"same specs to {fix} it") from exc
+                if isinstance(exc, IndexFormatError):
+                    self.manifest, self.outdated = None, str(exc)
+                else:
+                    self.damage = str(exc)
+                break
         self.search_mode = self._mode()
+        self._served = frozenset(self._serveable())
+
+    def _open_local(self) -> LocalIndex | None:
+        manifest = self.manifest
+        if manifest is None and any((self.data_dir / LOCAL_DIR).glob("gen-*")):
+            raise IndexDamagedError(f"{self.data_dir / 'manifest.json'} is missing but {self.data_dir / LOCAL_DIR} "
+                                    "holds an index")
+        if manifest is None or manifest.local_dir is None:
+            if manifest is not None and manifest.complete_ids():
+                raise IndexDamagedError(f"{self.data_dir / 'manifest.json'} lists APIs but no local index")
+            return None
+        local = LocalIndex.load(self.data_dir / LOCAL_DIR / manifest.local_dir)
+        if missing := sorted(f for f in manifest.complete_ids() if f not in local.api_hashes):
+            raise IndexDamagedError(f"{local.pack.folder} lacks {len(missing)} complete APIs (e.g. {missing[0]})")
+        return local
+
+    def _generation_moved(self) -> bool:
+        try:
+            latest = load_manifest(self.data_dir)
+        except IndexDamagedError:
+            return False
+        return latest is not None and self.manifest is not None and latest.local_dir != self.manifest.local_dir
 
     def _mode(self) -> str:
         if self.embed_model is None:
@@ -82,50 +129,36 @@ class ChunkStore:
             return LEXICAL
         return HYBRID
 
+    def _serveable(self) -> set[str]:
+        if self.manifest is None or self.local is None:
+            return set()
+        hashes = self.local.api_hashes
+        return {f for f in self.manifest.complete_ids() if hashes.get(f) == self.manifest.apis[f].content_hash}
+
     # ---- queries -------------------------------------------------------------------------
 
     def complete_api_ids(self) -> set[str]:
-        """APIs safe to serve: complete in the manifest (and, lexical-only, in the local index)."""
-        return set(self._complete_ids())
-
-    def _complete_ids(self) -> frozenset[str]:
-        return self._ids()[0] if self.search_mode == HYBRID else self._ids()[1]
-
-    def _ids(self) -> tuple[frozenset[str], frozenset[str]]:
-        """(complete APIs, complete APIs the local index holds in their current version); computed
-        once per manifest write or local index swap, not per query (640 APIs: ~5 ms)."""
-        cached = self._ids_cache
-        if cached is None or cached[0] is not self.manifest or cached[1] is not self.local \
-                or cached[2] != self._manifest_writes:
-            complete = self.manifest.complete_ids() if self.manifest else set()
-            local = set()
-            if self.manifest is not None and self.local is not None:
-                hashes = self.local.api_hashes
-                local = {f for f in complete if hashes.get(f) == self.manifest.apis[f].content_hash}
-            cached = (self.manifest, self.local, self._manifest_writes, frozenset(complete), frozenset(local))
-            self._ids_cache = cached
-        return cached[3], cached[4]
+        """APIs safe to serve: complete in the manifest and held by the live local index."""
+        return set(self._served)
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
-        if self.search_mode != HYBRID or top_k <= 0 or types == [] or methods == []:
+        """``methods`` keeps operations of those HTTP methods only (components have none)."""
+        if self.search_mode != HYBRID or top_k <= 0 or types == [] or methods == [] or self.local is None:
             return []
         allowed = self._allowed(file_ids)
         if not allowed:
             return []
-        embedding = self._query_embedding(query)
-        local = allowed & self._local_ids() if self.local is not None and self.local.vectors is not None else set()
-        hits = self.local.vector_search(embedding, local, types, top_k, hydrate=hydrate, methods=methods) if local else []
-        if rest := allowed - local:  # not in the local index in this version: ask Chroma (slower)
-            filters = [MetadataFilter(key="source_file", value=sorted(rest), operator=FilterOperator.IN)]
-            if types is not None:
-                filters.append(MetadataFilter(key="type", value=list(types), operator=FilterOperator.IN))
-            if methods is not None:
-                filters.append(MetadataFilter(key="method", value=list(methods), operator=FilterOperator.IN))
-            found = self.vectors.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=top_k,
-                                                        filters=MetadataFilters(filters=filters)))
-            hits += [NodeWithScore(node=n, score=s) for n, s in zip(found.nodes or [], found.similarities or [])]
-        return sorted(hits, key=lambda h: -(h.score or 0.0))[:top_k]
+        return self.local.vector_search(self._query_embedding(query), allowed, types, top_k, hydrate=hydrate,
+                                        methods=methods)
+
+    def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
+                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+        """``hydrate=False`` returns stub nodes (id, source_file, type): enough to rank and fuse."""
+        allowed = self._allowed(file_ids)
+        if not allowed or types == [] or methods == [] or self.local is None:
+            return []
+        return self.local.search(query, allowed, types, top_k, hydrate=hydrate, methods=methods)
 
     def embed_query(self, query: str) -> list[float] | None:
         """The query's embedding (cached), or None in lexical mode."""
@@ -141,15 +174,6 @@ class ChunkStore:
             self._embedding_cache[query] = cached
         return cached
 
-    def _embed_batch(self, queries: list[str]) -> list[list[float]]:
-        return embed_queries(self.embed_model, queries)
-
-    def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
-        """``hydrate=False`` returns stub nodes (id, source_file, type): enough to rank and fuse."""
-        allowed = self._allowed(file_ids) & self._local_ids()
-        return self.local.search(query, allowed, types, top_k, hydrate=hydrate, methods=methods) if allowed else []
-
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
         def is_stub(hit: NodeWithScore) -> bool:  # flagged, or any node without text
@@ -159,79 +183,108 @@ class ChunkStore:
         if not stubs:
             return hits
         full = self.local.get_nodes(stubs) if self.local is not None else {}
-        if missing := [i for i in stubs if i not in full]:
-            full |= {n.node_id: n for n in self.vectors.get_nodes(node_ids=missing)}
         return [NodeWithScore(node=full[h.node.node_id], score=h.score) if is_stub(h) else h
                 for h in hits if not is_stub(h) or h.node.node_id in full]
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
-        """At most one batched Chroma get; ids that are missing (or of an API not complete) are absent."""
-        complete, local = self._complete_ids(), self._local_ids()
-        wanted = [cid for cid in dict.fromkeys(ids) if _file_id(cid) in complete]
-        nodes = self.local.get_nodes([c for c in wanted if _file_id(c) in local]) if self.local else {}
-        if self.search_mode == HYBRID and (rest := [c for c in wanted if _file_id(c) not in local]):
-            nodes |= {n.node_id: n for n in self.vectors.get_nodes(node_ids=rest)}
-        return {cid: node_to_chunk(n) for cid, n in nodes.items() if isinstance(n, TextNode)}
+        """Chunks by id; ids that are missing (or of an API not served) are absent."""
+        if self.local is None:
+            return {}
+        return self.local.get_chunks([cid for cid in dict.fromkeys(ids) if _file_id(cid) in self._served])
 
     def api_chunk_ids(self, file_id: str) -> list[str]:
-        if file_id not in self._complete_ids():
-            return []
-        if file_id in self._local_ids():
-            return self.local.chunk_ids(file_id)
-        return list(self.vectors.client.get(where={"source_file": file_id}, include=[])["ids"])
+        return self.local.chunk_ids(file_id) if file_id in self._served else []
 
     def close(self) -> None:
+        self.close_chroma()
+        self.local = None
+
+    def close_chroma(self) -> None:
+        """Let go of Chroma (its vector index is loaded on the first write: ~150 MB at 68k
+        chunks), so a build's later steps do not carry it."""
         if self._client is not None:
             self._client.close()
-        self._client, self._vectors, self.local = None, None, None
+            self._client, self._vectors = None, None
+            _return_freed_memory()
 
-    def _allowed(self, file_ids: list[str] | None) -> frozenset[str]:
-        complete = self._complete_ids()
-        return complete if file_ids is None else complete & frozenset(file_ids)
+    def _allowed(self, file_ids: list[str] | None) -> set[str]:
+        return set(self._served) if file_ids is None else self._served.intersection(file_ids)
 
-    def _local_ids(self) -> frozenset[str]:
-        """Complete APIs that the local index holds in their current version."""
-        return self._ids()[1]
-
-    # ---- write helpers for IndexBuilder ---------------------------------------------------
+    # ---- Chroma (the builder's side, and the bench's plain VectorStoreIndex) ---------------
 
     @property
-    def vectors(self) -> ChromaVectorStore:
+    def chroma(self):
+        """The Chroma collection of this index (created on first use)."""
+        return self.vectors.client
+
+    @property
+    def vectors(self):
+        """The collection as a LlamaIndex ``ChromaVectorStore``."""
         if self._vectors is None:
-            collection = self.client.get_or_create_collection(
-                self.settings.collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+            from llama_index.vector_stores.chroma import ChromaVectorStore
+
+            collection = self.chroma_call(lambda: self.client.get_or_create_collection(
+                self.settings.collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}))
             self._vectors = ChromaVectorStore(chroma_collection=collection)
         return self._vectors
 
     @property
     def client(self):
         if self._client is None:
+            import chromadb
+            from chromadb.config import Settings as ChromaSettings
+
             chroma_settings = ChromaSettings(anonymized_telemetry=False)
             if self.settings.chroma_host:
-                self._client = chromadb.HttpClient(host=self.settings.chroma_host, port=self.settings.chroma_port,
-                                                   settings=chroma_settings)
+                self._client = self.chroma_call(lambda: chromadb.HttpClient(
+                    host=self.settings.chroma_host, port=self.settings.chroma_port, settings=chroma_settings))
             else:
                 path = self.data_dir / "chroma"
                 path.mkdir(parents=True, exist_ok=True)
-                self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+                try:
+                    self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+                except Exception as exc:  # noqa: BLE001 - a damaged sqlite file, a lock, permissions
+                    raise ChromaUnavailableError(f"the Chroma store in {path} cannot be opened "
+                                                 f"({type(exc).__name__}: {_one_line(exc)})") from exc
         return self._client
 
-    def add_nodes(self, nodes: list[TextNode]) -> None:
-        self.vectors.add(nodes)
-
-    def delete_api_vectors(self, file_id: str) -> None:
-        self.vectors.client.delete(where={"source_file": file_id})
+    def chroma_call(self, call):
+        """Run a Chroma call; a server that does not answer becomes one line naming host:port."""
+        try:
+            return call()
+        except ChromaUnavailableError:
+            raise  # already one line (a nested call, such as opening the client)
+        except Exception as exc:  # noqa: BLE001 - chromadb raises ValueError, httpx and Rust errors alike
+            text = _one_line(exc)
+            unreachable = isinstance(exc, (ConnectionError, TimeoutError)) or "connect" in text.lower() \
+                or type(exc).__module__.startswith(("httpx", "httpcore"))
+            if self.settings.chroma_host and unreachable:
+                raise ChromaUnavailableError(
+                    f"the Chroma server at {self.settings.chroma_host}:{self.settings.chroma_port} is unreachable "
+                    f"({text}); start it, or unset SPECRAG_CHROMA_HOST to use the embedded store") from exc
+            raise
 
     def reset_vectors(self) -> None:
-        """Drop the whole collection (embedding model or chunker changed)."""
-        if self.settings.collection in {c.name for c in self.client.list_collections()}:
-            self.client.delete_collection(self.settings.collection)
+        """Drop the whole collection (embedding model changed, or the index format)."""
+        if self.settings.collection in {c.name for c in self.chroma_call(self.client.list_collections)}:
+            self.chroma_call(lambda: self.client.delete_collection(self.settings.collection))
         self._vectors = None
 
     def write_manifest(self, manifest: Manifest) -> None:
         save_manifest(self.data_dir, manifest)
         self.manifest = manifest
-        self._manifest_writes += 1
+
+
+def _return_freed_memory() -> None:
+    """glibc keeps freed heap pages; hand them back so peak RSS reflects what is in use."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
 
 
 def _file_id(chunk_id: str) -> str:

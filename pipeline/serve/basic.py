@@ -17,7 +17,7 @@ from llama_index.core.schema import NodeWithScore
 
 from pipeline.api_models import (BasicRetrievalRequest, RetrievalResponse, RetrievalStep, RetrievedItem,
                                  SearchMode)
-from pipeline.index.lexical import cosine_of
+from pipeline.index.local import cosine_of
 from pipeline.nodes import node_to_chunk
 from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
 from pipeline.stages.events import dispatcher

@@ -23,6 +23,7 @@ from pipeline.specs.limits import SpecLimits
 from pipeline.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
 from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
 from pipeline.specs.pool import JobFailed, run_jobs
+from pipeline.specs.sources import ApiSummary
 from pipeline.tokens import count_tokens
 
 
@@ -62,6 +63,11 @@ def ingest_spec(path: Path, file_id: str, max_tokens: int, explicit: bool = True
         return SkippedSpec(file=str(path), reason=f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
 
 
+class UnfinishedSpec(SkippedSpec):
+    """A spec whose worker gave no result (time limit, crash): not a verdict on the file, so
+    change detection reads it again next run."""
+
+
 class SpecJob(NamedTuple):
     path: Path
     file_id: str
@@ -90,7 +96,7 @@ def iter_ingest(jobs: list[SpecJob], workers: int | None = None) -> Iterator[tup
     if jobs:
         count_tokens("")  # load the tokenizer (~3 s) once, before the workers fork, not in each
     for job, outcome in run_jobs(_job, jobs, workers, timeout):
-        yield job.path, SkippedSpec(file=str(job.path), reason=str(outcome)) if isinstance(outcome, JobFailed) else outcome
+        yield job.path, UnfinishedSpec(file=str(job.path), reason=str(outcome)) if isinstance(outcome, JobFailed) else outcome
 
 
 def _size(path: Path) -> int:
@@ -117,28 +123,32 @@ def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | No
         if isinstance(outcome, SkippedSpec):
             result.report.specs_skipped.append(outcome)
             continue
-        fid = outcome.api.file_id
-        if fid in seen:
-            result.report.specs_skipped.append(SkippedSpec(
-                file=str(path), reason=f"file_id {fid!r} already used by {seen[fid]}; rename one of the two files"))
-            continue
-        seen[fid] = str(path)
-        result.apis.append(outcome)
+        if admit(result.report, seen, path, outcome.api.file_id):
+            result.apis.append(outcome)
     bar.close()
     result.apis.sort(key=lambda a: a.api.file_id)
     result.report.specs_skipped.sort(key=lambda s: s.file)
-    _summarise(result)
+    summarise(result.report, [ApiSummary.of(a) for a in result.apis])
     result.report.seconds = round(time.perf_counter() - start, 2)
     return result
 
 
-def _summarise(result: CorpusIngest) -> None:
-    report = result.report
-    report.specs_read = len(result.apis)
+def admit(report: IngestReport, seen: dict[str, str], path: Path, fid: str) -> bool:
+    """The first spec of a file_id wins (big specs come first); the next is skipped with a reason."""
+    if fid in seen:
+        report.specs_skipped.append(SkippedSpec(
+            file=str(path), reason=f"file_id {fid!r} already used by {seen[fid]}; rename one of the two files"))
+        return False
+    seen[fid] = str(path)
+    return True
+
+
+def summarise(report: IngestReport, apis: list[ApiSummary]) -> None:
+    report.specs_read = len(apis)
     counts: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
-    for api in result.apis:
-        counts.update(c.type.value for c in api.chunks)
+    for api in apis:
+        counts.update(api.chunk_counts)
         dropped.update(api.dropped)
         report.refs.add(api.refs)
     report.chunks = {k: counts.get(k, 0) for k in ("endpoint", "component", "errors")} | {"total": sum(counts.values())}

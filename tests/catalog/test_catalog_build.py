@@ -149,3 +149,16 @@ def test_index_domains(library):
 ])
 def test_path_domain(path, domain):
     assert path_domain(path) == domain
+
+
+def test_split_parts_are_not_listed_and_suffix_like_names_are(tmp_path):
+    """A schema split into parts is one entry; a schema *named* like a part suffix is its own."""
+    props = "\n".join(f"        field{i}: {{type: string, description: 'field number {i} of a long record'}}"
+                      for i in range(60))
+    (tmp_path / "big.yaml").write_text(
+        "openapi: 3.0.0\ninfo: {title: Big, version: '1'}\npaths: {}\ncomponents:\n  schemas:\n"
+        f"    Big:\n      type: object\n      properties:\n{props}\n"
+        "    'Odd:part2': {type: object, properties: {x: {type: string}}}\n")
+    api = ingest_spec(tmp_path / "big.yaml", "big", 200)
+    assert any(c.id.endswith(":part2") for c in api.chunks)  # Big really was split
+    assert sorted(s.name for s in api_index(api).schemas) == ["Big", "Odd:part2"]

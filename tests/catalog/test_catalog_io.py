@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.catalog.io import CATALOG_FILE, GRAPH_DIR, INDEX_DIR, load_api_index, load_catalog, write_catalogs
-from pipeline.errors import IndexNotBuiltError
+from pipeline.catalog.io import (CATALOG_FILE, GRAPH_DIR, INDEX_DIR, STATE_FILE, load_api_index, load_catalog,
+                                 write_catalogs)
+from pipeline.errors import IndexDamagedError, IndexNotBuiltError
 from pipeline.specs.ingest import ingest_paths
 
 
@@ -135,3 +136,46 @@ def test_removed_spec_index_is_deleted(specs, tmp_path):
 def test_load_catalog_without_catalog_says_what_to_do(tmp_path):
     with pytest.raises(IndexNotBuiltError, match="specrag"):
         load_catalog(tmp_path)
+
+
+def test_kept_apis_reuse_their_entries_without_chunks(specs, tmp_path):
+    """An index run that re-read one spec passes the others as kept: same files as a full write."""
+    apis = ingest_paths([specs], 1500, workers=1).apis
+    full = tmp_path / "full"
+    write_catalogs(apis, full, kept={})
+    out = tmp_path / "out"
+    write_catalogs(apis, out, kept={})
+    (specs / "beta.yaml").write_text(_spec("Beta", "bananas", EXTRA.format(r="bananas")))
+    changed = [a for a in ingest_paths([specs], 1500, workers=1).apis if a.api.file_id == "beta"]
+    kept = {a.api.file_id: a.api for a in apis if a.api.file_id != "beta"}
+
+    def no_chunks(fid):
+        raise AssertionError(f"{fid} rebuilt from chunks although its state was valid")
+
+    report = write_catalogs(changed, out, kept=kept, chunks_of=no_chunks)
+    assert [Path(p).name for p in report.written] == ["beta.json"]  # its catalog entry is the same
+    write_catalogs(changed + [a for a in apis if a.api.file_id != "beta"], full, kept={})
+    for name in (CATALOG_FILE, f"{INDEX_DIR}/alpha.json", f"{INDEX_DIR}/beta.json", STATE_FILE):
+        assert (out / name).read_bytes() == (full / name).read_bytes(), name
+
+
+def test_kept_api_with_a_damaged_index_file_is_rebuilt_from_chunks(specs, tmp_path):
+    apis = {a.api.file_id: a for a in ingest_paths([specs], 1500, workers=1).apis}
+    out = tmp_path / "out"
+    write_catalogs(list(apis.values()), out, kept={})
+    good = (out / INDEX_DIR / "gamma.json").read_bytes()
+    (out / INDEX_DIR / "gamma.json").write_bytes(good[:20])
+    (out / STATE_FILE).write_text("{", encoding="utf-8")  # a damaged state only costs a rebuild
+    asked = []
+    report = write_catalogs([], out, kept={f: a.api for f, a in apis.items()},
+                            chunks_of=lambda fid: asked.append(fid) or apis[fid].chunks)
+    assert sorted(asked) == ["alpha", "beta", "gamma"] and (out / INDEX_DIR / "gamma.json").read_bytes() == good
+    assert [Path(p).name for p in report.written] == ["gamma.json"]
+
+
+def test_truncated_catalog_is_a_one_line_error(specs, tmp_path):
+    out = tmp_path / "out"
+    _write(specs, out)
+    (out / CATALOG_FILE).write_bytes((out / CATALOG_FILE).read_bytes()[:30])
+    with pytest.raises(IndexDamagedError, match="catalog.json is truncated or invalid"):
+        load_catalog(out)

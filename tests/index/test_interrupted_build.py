@@ -71,33 +71,38 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     store = ChunkStore.open(settings, embed_model=embed_model)
     IndexBuilder(store, settings).build(_fleet("1"), progress=False)
     store.close()
+    first_local = load_manifest(settings.data_dir).local_dir
 
     _killed_build(tmp_path, _fleet("2"), settings.data_dir)
     manifest = load_manifest(settings.data_dir)
-    assert manifest.pending_ids() == {"maps"} and manifest.bm25_stale
+    # books and music were written to Chroma, maps was being written: none of them is committed
+    assert manifest.pending_ids() == {"books", "music", "maps"} and manifest.local_dir == first_local
 
     store = ChunkStore.open(settings, embed_model=embed_model)
-    assert len(store.vectors.client.get(where={"source_file": "maps"})["ids"]) == 2  # half written
-    assert store.complete_api_ids() == set(NAMES) - {"maps"}
+    maps_rows = set(store.vectors.client.get(where={"source_file": "maps"})["ids"])
+    assert "maps:paths/~1maps~1recommendations/get" in maps_rows  # the killed run's first batch
+    assert "maps:paths/~1maps~1archive/get" not in maps_rows
+    assert store.complete_api_ids() == {"films", "trains", "games"}
     for search in (store.vector_search, store.lexical_search):
-        for file_ids in (None, ["maps"], ["maps", "books"]):
-            hits = search("search maps by keyword", file_ids, None, 50)
-            assert all(h.node.metadata["source_file"] != "maps" for h in hits), (search.__name__, file_ids)
+        for file_ids in (None, ["maps"], ["maps", "books"], ["books", "music"]):
+            hits = search("search maps books music by keyword", file_ids, None, 50)
+            assert all(h.node.metadata["source_file"] not in {"maps", "books", "music"} for h in hits), \
+                (search.__name__, file_ids)
     assert store.get_chunks([c.id for c in _topic_api("maps", "2").chunks]) == {}
-    assert store.api_chunk_ids("maps") == []
-    # books/music were finished in the killed run, but the BM25 index still holds version 1:
-    # lexical search skips them rather than serve a version that no longer matches the vectors.
-    assert store.lexical_search("books", ["books"], None, 5) == []
-    assert store.vector_search("books recommendations", ["books"], None, 1)[0].node.node_id == \
-        "books:paths/~1books~1recommendations/get"
-    assert store.lexical_search("films", ["films"], None, 5)  # untouched API: still served
+    assert store.api_chunk_ids("maps") == [] and store.api_chunk_ids("books") == []
+    # untouched APIs are still served, in the version the last committed build stored
+    films = store.lexical_search("films archive", ["films"], None, 5)
+    assert films[0].node.node_id == "films:paths/~1films~1archive/get"
+    assert store.vector_search("the archive of films", ["films"], None, 1)[0].node.node_id == \
+        "films:paths/~1films~1archive/get"
     store.close()
 
     store = ChunkStore.open(settings, embed_model=embed_model)
     report = IndexBuilder(store, settings).build(_fleet("2"), progress=False)
-    assert report.apis_repaired == ["maps"] and report.apis_unchanged == ["books", "music"]
-    assert report.apis_updated == ["films", "trains", "games"] and report.bm25_rebuilt
-    assert report.chunks_embedded == 16
+    assert report.apis_repaired == ["books", "music", "maps"] and report.apis_updated == ["films", "trains", "games"]
+    # the killed run's Chroma rows and the unchanged texts keep their vectors: only the two new
+    # texts of each API the killed run never reached are embedded
+    assert (report.chunks_embedded, report.chunks_reused) == (6, 18) and report.local_written
     assert store.complete_api_ids() == set(NAMES) and not load_manifest(settings.data_dir).pending_ids()
     assert store.vectors.client.count() == 24
     maps_ids = [c.id for c in _topic_api("maps", "2").chunks]
@@ -105,4 +110,5 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     assert "maps:paths/~1maps~1archive/get" not in store.get_chunks(["maps:paths/~1maps~1archive/get"])
     top = store.lexical_search("maps recommendations", None, None, 1)[0]
     assert top.node.node_id == "maps:paths/~1maps~1recommendations/get"
+    assert [p.name for p in (settings.data_dir / "local").iterdir()] == [load_manifest(settings.data_dir).local_dir]
     store.close()

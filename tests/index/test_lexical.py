@@ -1,18 +1,30 @@
-"""BM25 over search_text: masks by API and type, no zero-score hits."""
+"""BM25 over search_text: masks by API and type, no zero-score hits, and
+scores equal to bm25s's own over the same documents."""
 
 from __future__ import annotations
 
-from llama_index.retrievers.bm25 import BM25Retriever
+import bm25s
+import numpy as np
+import pytest
 
-from pipeline.index.lexical import LexicalIndex
+from pipeline.analysis import index_tokens
+from pipeline.index.lexical import document_terms, query_terms
+from pipeline.index.local import LocalIndex
+from pipeline.index.pack_writer import NewApi, write_generation
+from pipeline.index.vector_reuse import embed_text, text_hash
+from pipeline.specs.models import ApiChunks
 
-from .fleet import mini_fleet
+from .fleet import mini_fleet, pets_api
 
 
-def _index(tmp_path) -> LexicalIndex:
-    fleet = mini_fleet()
-    chunks = [c for a in fleet for c in a.chunks]
-    return LexicalIndex.build(chunks, {a.api.file_id: a.api.content_hash for a in fleet}, tmp_path / "gen-1")
+def new_api(api: ApiChunks) -> NewApi:
+    hashes = np.asarray([text_hash(embed_text(c)) for c in api.chunks], dtype=np.uint64)
+    return NewApi(api.api.file_id, api.api.content_hash, "d", api.chunks, None, hashes)
+
+
+def _index(tmp_path) -> LocalIndex:
+    write_generation(tmp_path / "gen-1", 1, None, [], [new_api(a) for a in mini_fleet()], embed_model="none", dim=0)
+    return LocalIndex.load(tmp_path / "gen-1")
 
 
 def test_search_filters_by_api_and_type(tmp_path):
@@ -36,14 +48,41 @@ def test_camel_case_parts_match(tmp_path):
     assert hits[0].node.node_id == "users:paths/~1users~1{id}/get"
 
 
-def test_persisted_folder_is_a_bm25_retriever(tmp_path):
+@pytest.mark.parametrize("query", ["postal address of a user", "list pets in the store", "user user id", "forecast"])
+def test_scores_equal_bm25s(tmp_path, query):
+    """The same numbers bm25s computes over the whole corpus (Lucene idf, k1 1.5, b 0.75)."""
     index = _index(tmp_path)
-    reloaded = LexicalIndex.load(tmp_path / "gen-1")
-    assert reloaded.docs == index.docs
-    assert reloaded.chunk_ids("weather") == ["weather:paths/~1forecast/get", "weather:components/schemas/Forecast"]
-    node = reloaded.get_nodes(["pets:components/schemas/Pet", "missing:x"])
-    assert list(node) == ["pets:components/schemas/Pet"]
-    assert node["pets:components/schemas/Pet"].text.startswith("Pet:")
-    plain = BM25Retriever.from_persist_dir(str(tmp_path / "gen-1"))
-    assert plain.retrieve("forecast")[0].node.node_id.startswith("weather:")
-    assert not (tmp_path / "gen-1.tmp").exists()
+    ids = index.pack.ids
+    texts = [index.chunk(row).search_text for row in range(len(ids))]
+    reference = bm25s.BM25()
+    reference.index(index_tokens(texts), show_progress=False)
+    wanted = [reference.vocab_dict[t] for t in query_terms(query) if t in reference.vocab_dict]
+    expected = reference.get_scores_from_ids(wanted) if wanted else np.zeros(len(ids))
+    ours = {h.node.node_id: h.score for h in index.search(query, {"users", "pets", "weather"}, None, 100)}
+    assert ours == pytest.approx({ids[i]: float(s) for i, s in enumerate(expected) if s > 0}, rel=1e-5)
+
+
+def test_generation_reloads_and_copies_rows(tmp_path):
+    """A new generation that keeps two APIs and replaces one holds exactly what a fresh build holds."""
+    first = _index(tmp_path)
+    replaced = pets_api("2")
+    replaced.chunks = replaced.chunks[:2]
+    write_generation(tmp_path / "gen-2", 2, first.pack, ["users", "weather"], [new_api(replaced)],
+                     embed_model="none", dim=0)
+    updated = LocalIndex.load(tmp_path / "gen-2")
+    fleet = [a if a.api.file_id != "pets" else replaced for a in mini_fleet()]
+    write_generation(tmp_path / "fresh", 2, None, [], [new_api(a) for a in fleet], embed_model="none", dim=0)
+    fresh = LocalIndex.load(tmp_path / "fresh")
+    assert updated.pack.ids == fresh.pack.ids and updated.header.apis == fresh.header.apis
+    for query in ("user", "pets store", "forecast for a city"):
+        assert [(h.node.node_id, h.score) for h in updated.search(query, set(fresh.header.apis), None, 20)] == \
+            [(h.node.node_id, h.score) for h in fresh.search(query, set(fresh.header.apis), None, 20)]
+    assert updated.chunk_ids("weather") == ["weather:paths/~1forecast/get", "weather:components/schemas/Forecast"]
+    node = updated.get_nodes(["pets:components/schemas/Pet", "users:components/schemas/User", "missing:x"])
+    assert list(node) == ["users:components/schemas/User"]  # Pet is no longer in pets v2
+    assert node["users:components/schemas/User"].text.startswith("User:")
+    assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_document_terms_split_and_stem():
+    assert document_terms(["getUserById", "Running users"]) == [["getuserbyid", "get", "user", "id"], ["run", "user"]]

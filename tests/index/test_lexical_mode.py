@@ -29,7 +29,7 @@ def test_lexical_build_and_query(lexical_settings, caplog):
     assert store.search_mode == store_again.search_mode == "lexical"
 
     report = IndexBuilder(store, lexical_settings).build(mini_fleet(), progress=False)
-    assert report.search_mode == "lexical" and report.chunks_embedded == 0 and report.bm25_rebuilt
+    assert report.search_mode == "lexical" and report.chunks_embedded == 0 and report.local_written
     assert not (lexical_settings.data_dir / "chroma").exists()  # no vectors kept, no Chroma touched
     assert store.vector_search("weather", None, None, 5) == []
     assert store.lexical_search("weather forecast", None, None, 1)[0].node.node_id == "weather:paths/~1forecast/get"

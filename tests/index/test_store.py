@@ -127,4 +127,5 @@ def test_concurrent_searches_share_batches_and_match_serial_ones(store):
     for query, hits in zip(queries, parallel):  # same ranking; scores equal up to float rounding of batched math
         assert [i for i, _ in hits] == [i for i, _ in serial[query]]
         assert [s for _, s in hits] == pytest.approx([s for _, s in serial[query]], abs=1e-4)
-    assert store.local._product.items >= 2 * len(queries)  # every full-index search went through the batcher
+    for batcher in store.local.batchers.values():  # every whole-index search went through each block's batcher
+        assert batcher.items >= 2 * len(queries)

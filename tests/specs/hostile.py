@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 from pipeline.settings import Settings
+from pipeline.specs.chunker import SpecChunker
 from pipeline.specs.limits import SpecLimits
 
 GOOD = """\
@@ -37,3 +41,12 @@ def billion_laughs(levels: int = 9) -> str:
     paths = ("  /a:\n    get:\n      responses:\n        '200':\n          description: ok\n"
              f"          content: {{application/json: {{example: *l{levels}}}}}\n")
     return "\n".join(lines) + "\n" + spec(paths=paths)
+
+
+class DyingChunker(SpecChunker):
+    """Kills its worker process on the spec whose file_id is ``crash`` (patch it into ``ingest``)."""
+
+    def run(self):
+        if self.file_id == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().run()

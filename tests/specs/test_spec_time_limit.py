@@ -4,7 +4,6 @@ skipped as timed out after the limit; its worker is replaced and every other spe
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from pipeline.specs import ingest
 from pipeline.specs.ingest import ingest_paths
 
-from .hostile import GOOD, limits, spec
+from .hostile import GOOD, DyingChunker, limits, spec
 
 pytestmark = pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
                                 reason="the hanging chunker is patched in the parent and inherited by forked workers")
@@ -53,13 +52,7 @@ def test_hung_specs_time_out_and_the_others_are_read(tmp_path, monkeypatch, work
 
 
 def test_a_worker_that_dies_fails_only_its_spec(tmp_path, monkeypatch):
-    class _Dying(ingest.SpecChunker):
-        def run(self):
-            if self.file_id == "crash":
-                os.kill(os.getpid(), signal.SIGKILL)
-            return super().run()
-
-    monkeypatch.setattr(ingest, "SpecChunker", _Dying)
+    monkeypatch.setattr(ingest, "SpecChunker", DyingChunker)
     (tmp_path / "crash.yaml").write_text(spec())
     (tmp_path / "good.yaml").write_text(GOOD)
     result = ingest_paths([tmp_path], workers=1, limits=limits(timeout_s=30))

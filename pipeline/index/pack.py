@@ -1,0 +1,161 @@
+"""The on-disk format of the local index (one folder per generation: ``data_dir/local/gen-N``).
+
+Rows are chunks, ordered by chunk type (endpoints first), then API, then the chunk's place in
+its API, so every (type, API) pair is one contiguous row span and all endpoints of the fleet
+are one block. Each piece is stored once:
+
+- ``pack.json``: this header (row spans per API and type, hashes, and the size and CRC32 of
+  every other file, checked on open: a truncated, deleted or altered file is damage);
+- ``ids.json`` (chunk id per row), ``ordinal.npy`` (place in its API's chunk list);
+- ``chunks.bin`` + ``chunk_offsets.npy``: each chunk (text and metadata) as zlib-compressed
+  JSON, read only for the chunks a query returns;
+- ``vectors.npy`` (float16 unit vectors; absent in lexical mode), ``embed_hash.npy`` (64-bit
+  hash of each embed text, so an unchanged text is never embedded twice);
+- ``vocab.json``, ``post_ptr.npy``, ``post_rows.npy``, ``post_tf.npy``, ``doc_len.npy``:
+  term postings for BM25 (lexical.py).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from pipeline.errors import IndexDamagedError
+
+PACK_FORMAT = 1
+HEADER = "pack.json"
+TYPE_ORDER = ("endpoint", "component", "errors")
+ARRAYS = ("ordinal", "embed_hash", "post_ptr", "post_rows", "post_tf", "doc_len", "chunk_offsets")
+_CRC_BLOCK = 1 << 20
+
+
+class ApiRows(BaseModel):
+    content_hash: str
+    chunks_digest: str = Field(description="hash of the API's chunks as stored: a re-chunk that changes nothing keeps it")
+    n_chunks: int
+    spans: dict[str, tuple[int, int]] = Field(description="chunk type -> [start, end) rows")
+
+
+class PackFile(BaseModel):
+    size: int
+    crc32: int
+
+
+class PackHeader(BaseModel):
+    format_version: int = PACK_FORMAT
+    generation: int
+    n_rows: int
+    dim: int = Field(0, description="vector width; 0 when the index is lexical only")
+    embed_model: str
+    lexical_version: str
+    blocks: dict[str, tuple[int, int]] = Field(description="chunk type -> [start, end) rows")
+    apis: dict[str, ApiRows]
+    files: dict[str, PackFile] = Field(default_factory=dict)
+
+
+def file_crc32(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as fh:  # buffered reads: checking costs page cache, not process memory
+        while block := fh.read(_CRC_BLOCK):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def seal(folder: Path, header: PackHeader) -> PackHeader:
+    """Record size and CRC32 of every file in ``folder``, then write the header (last)."""
+    header.files = {p.name: PackFile(size=p.stat().st_size, crc32=file_crc32(p))
+                    for p in sorted(folder.iterdir()) if p.name != HEADER}
+    (folder / HEADER).write_text(header.model_dump_json(), encoding="utf-8")
+    return header
+
+
+class Pack:
+    """A generation folder opened read-only: the header, memory-mapped arrays, lazy records."""
+
+    def __init__(self, folder: Path, header: PackHeader, arrays: dict[str, np.ndarray], ids: list[str],
+                 vocab: list[str], vectors: np.ndarray | None):
+        self.folder, self.header = folder, header
+        # plain ndarray views of the maps: same lazily paged memory, without np.memmap's
+        # per-slice Python overhead (a query slices these a few hundred times)
+        self.arrays = {name: np.asarray(a) for name, a in arrays.items()}
+        self.ids, self.vocab = ids, vocab
+        self.vectors = np.asarray(vectors) if vectors is not None else None
+        self._vectors_offset = vectors.offset if vectors is not None else 0
+        records = folder / "chunks.bin"
+        self._records = np.asarray(np.memmap(records, dtype=np.uint8, mode="r")) if records.stat().st_size \
+            else np.zeros(0, np.uint8)
+
+    @classmethod
+    def open(cls, folder: Path, verify: bool = True) -> "Pack":
+        """IndexDamagedError (one line) when anything is missing, truncated or altered."""
+        header = read_header(folder)
+        if verify:
+            for name, want in header.files.items():
+                path = folder / name
+                if not path.is_file():
+                    raise IndexDamagedError(f"{path} is missing")
+                if path.stat().st_size != want.size:
+                    raise IndexDamagedError(f"{path} is truncated or overwritten "
+                                            f"({path.stat().st_size} bytes, expected {want.size})")
+                if file_crc32(path) != want.crc32:
+                    raise IndexDamagedError(f"{path} fails its checksum")
+        try:
+            arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
+            vectors = np.load(folder / "vectors.npy", mmap_mode="r") if header.dim else None
+            ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+            vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexDamagedError(f"{folder} is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from exc
+        n = header.n_rows
+        shapes_ok = (len(ids) == n and len(arrays["chunk_offsets"]) == n + 1 and len(arrays["doc_len"]) == n
+                     and len(arrays["post_ptr"]) == len(vocab) + 1 and (vectors is None or vectors.shape == (n, header.dim)))
+        if not shapes_ok:
+            raise IndexDamagedError(f"{folder}: its files disagree on the number of rows")
+        return cls(folder, header, arrays, ids, vocab, vectors)
+
+    def record(self, row: int) -> bytes:
+        """The JSON of one stored chunk."""
+        offsets = self.arrays["chunk_offsets"]
+        return zlib.decompress(self._records[offsets[row]:offsets[row + 1]])
+
+    def copy_records(self, start: int, end: int, out) -> int:
+        """Append the compressed records of rows [start, end) to ``out``; bytes written."""
+        offsets = self.arrays["chunk_offsets"]
+        return _copy_range(self.folder / "chunks.bin", int(offsets[start]), int(offsets[end]), out)
+
+    def copy_vectors(self, start: int, end: int, out) -> int:
+        """Append the float16 vectors of rows [start, end) to ``out`` (file reads: the page
+        cache carries the copy, not this process's memory)."""
+        row = self.header.dim * 2
+        return _copy_range(self.folder / "vectors.npy", self._vectors_offset + start * row,
+                           self._vectors_offset + end * row, out)
+
+
+def _copy_range(path: Path, start: int, end: int, out, block: int = 1 << 22) -> int:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        left = end - start
+        while left > 0:
+            data = fh.read(min(block, left))
+            if not data:
+                raise IndexDamagedError(f"{path} ended early")
+            out.write(data)
+            left -= len(data)
+    return end - start
+
+
+def read_header(folder: Path) -> PackHeader:
+    path = folder / HEADER
+    try:
+        header = PackHeader.model_validate_json(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise IndexDamagedError(f"{path} is missing") from exc
+    except (OSError, ValueError, ValidationError) as exc:
+        raise IndexDamagedError(f"{path} is truncated or invalid ({type(exc).__name__})") from exc
+    if header.format_version != PACK_FORMAT:
+        raise IndexDamagedError(f"{path} has format {header.format_version}, this version reads {PACK_FORMAT}")
+    return header

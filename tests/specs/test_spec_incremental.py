@@ -1,0 +1,65 @@
+"""Change detection keeps ingest's hostile-input rules: a FIFO is never opened blocking (not even
+to stamp it), a spec that gave no verdict (worker died, time limit) is read again next run, and a
+change of the parse bounds re-reads every spec."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from pipeline.specs import ingest
+from pipeline.specs.incremental import ingest_changed
+
+from .hostile import GOOD, DyingChunker, limits, spec
+
+
+def _run(paths, previous=None, timeout_s=30, **bounds):
+    """One run; the previous run's APIs count as held by the index (as after a build)."""
+    held = {} if previous is None else {r.api.info.file_id: r.api.info.content_hash
+                                        for r in previous.records.values() if r.api is not None}
+    return ingest_changed(paths, 1500, previous, held, limits=limits(timeout_s=timeout_s, **bounds), workers=1)
+
+
+def _names(run) -> list[str]:
+    return sorted(Path(p).name for p in run.parsed)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_is_skipped_every_run_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "good.yaml").write_text(GOOD)
+    paths = [tmp_path / "pipe.yaml", tmp_path / "good.yaml"]
+    first = _run(paths)
+    second = _run(paths, first.state)
+    for run in (first, second):
+        assert [(Path(s.file).name, s.reason) for s in run.report.specs_skipped] == [
+            ("pipe.yaml", "not a regular file: a FIFO")]
+    assert _names(second) == ["pipe.yaml"]  # no stamp for a FIFO: looked at again (cheaply), never trusted
+    assert [a.info.file_id for a in second.kept] == ["good"]
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
+                    reason="the dying chunker is patched in the parent and inherited by forked workers")
+def test_a_spec_without_verdict_is_read_again(tmp_path, monkeypatch):
+    (tmp_path / "crash.yaml").write_text(spec())
+    (tmp_path / "good.yaml").write_text(GOOD)
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "SpecChunker", DyingChunker)
+        first = _run([tmp_path])
+    assert [s.reason.split(" (")[0] for s in first.report.specs_skipped] == ["worker process died"]
+    second = _run([tmp_path], first.state)
+    assert _names(second) == ["crash.yaml"] and not second.report.specs_skipped
+    assert [a.api.file_id for a in second.apis] == ["crash"] and [a.info.file_id for a in second.kept] == ["good"]
+
+
+def test_changed_parse_bounds_reread_everything_but_a_time_limit_does_not(tmp_path):
+    (tmp_path / "good.yaml").write_text(GOOD)
+    (tmp_path / "other.yaml").write_text(spec())
+    first = _run([tmp_path])
+    assert _names(first) == ["good.yaml", "other.yaml"]
+    assert _names(_run([tmp_path], first.state)) == []
+    assert _names(_run([tmp_path], first.state, timeout_s=5)) == []
+    assert _names(_run([tmp_path], first.state, max_nodes=50_000)) == ["good.yaml", "other.yaml"]

@@ -63,21 +63,23 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from pipeline.serve.app import create_app
+    from pipeline.serve.graph_wiring import routers
 
     settings, kbs = _open(args, settings)
     try:
-        uvicorn.run(create_app(kbs), host=settings.serve_host, port=settings.serve_port, log_config=None,
-                    access_log=False)
+        uvicorn.run(create_app(kbs, extra_routers=routers(kbs)), host=settings.serve_host, port=settings.serve_port,
+                    log_config=None, access_log=False)
     finally:
         kbs.close()
     return 0
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
+    from pipeline.serve.graph_wiring import mcp_tools
     from pipeline.serve.mcp_server import create_mcp_server
 
     settings, kbs = _open(args, settings)
-    server = create_mcp_server(kbs)
+    server = create_mcp_server(kbs, **mcp_tools())
     try:
         if args.transport == "stdio":
             server.run("stdio")
@@ -91,12 +93,15 @@ def mcp(args: argparse.Namespace, settings: Settings) -> int:
 def openapi(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
+    from pipeline.serve.graph_wiring import routers
+    from pipeline.serve.kbs import KnowledgeBases
     from pipeline.serve.openapi import service_openapi, write_service_openapi
 
+    extra = routers(KnowledgeBases([]))
     if args.out:
-        print(write_service_openapi(args.out), file=sys.stderr)
+        print(write_service_openapi(args.out, extra), file=sys.stderr)
     else:
-        print(json.dumps(service_openapi(), indent=1))
+        print(json.dumps(service_openapi(extra), indent=1))
     return 0
 
 

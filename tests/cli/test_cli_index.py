@@ -17,12 +17,13 @@ def test_ingest_writes_the_catalogs_index_reads(tmp_path):
     assert proc.returncode == 0, proc.stderr
     catalogs = corpus_settings(Settings(_env_file=None, data_dir=tmp_path / "data"), [DEMO_SPECS]).catalogs_path
     assert sorted(p.relative_to(catalogs).as_posix() for p in catalogs.rglob("*.json")) == [
-        "catalog.json", "indexes/petstore_v2.json", "indexes/users_api.json"]
+        "catalog.json", "graphs/petstore_v2.json", "graphs/users_api.json", "indexes/petstore_v2.json",
+        "indexes/users_api.json"]
     assert not (tmp_path / "data" / "catalogs").exists()  # the old place nothing read
     proc = run_cli("index", str(DEMO_SPECS), "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     written = json.loads(proc.stdout)["catalogs"]
-    assert written["written"] == [] and written["unchanged"] == 3  # index found ingest's files in place
+    assert written["written"] == [] and written["unchanged"] == 5  # index found ingest's files in place
 
 
 def test_catalog_dir_is_shared_by_ingest_and_index(tmp_path):
@@ -31,7 +32,7 @@ def test_catalog_dir_is_shared_by_ingest_and_index(tmp_path):
     assert run_cli("ingest", str(DEMO_SPECS), "--catalog-dir", str(shared), cwd=tmp_path, env=env).returncode == 0
     proc = run_cli("index", str(DEMO_SPECS), "--catalog-dir", str(shared), "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["catalogs"]["unchanged"] == 3
+    assert json.loads(proc.stdout)["catalogs"]["unchanged"] == 5  # the catalog, 2 indexes, 2 graphs
 
 
 def test_bench_uses_a_relative_data_dir_from_the_working_folder(tmp_path):

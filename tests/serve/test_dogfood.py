@@ -1,13 +1,12 @@
-"""Dogfood: specrag indexes its own service's OpenAPI (the agentic route mounted, as a served
-multi-step retriever mounts it) and answers how to call it."""
+"""Dogfood: specrag indexes its own service's OpenAPI (as `specrag openapi` writes it: the plan
+and agentic routes mounted) and answers how to call it."""
 
 from __future__ import annotations
 
 import pytest
 
+from pipeline.serve.graph_wiring import routers
 from pipeline.serve.openapi import write_service_openapi
-
-from .test_agentic_route import TwoSteps
 
 QUESTIONS = {
     "how do I run an agentic retrieval?": ("/api/v1/retrieve/agentic", "AgenticRetrievalRequest"),
@@ -18,13 +17,10 @@ QUESTIONS = {
 @pytest.fixture(scope="module")
 def own_engine(tmp_path_factory, demo_index, demo_kbs):
     from pipeline.factory import build_engine
-    from pipeline.serve.basic import BasicRetrieval
-    from pipeline.serve.routes.agentic import agentic_router
     from pipeline.workspace import update_index
 
     tmp = tmp_path_factory.mktemp("dogfood")
-    router = agentic_router(TwoSteps(BasicRetrieval(demo_kbs), demo_kbs))
-    spec = write_service_openapi(tmp / "specs" / "specrag.json", [router])
+    spec = write_service_openapi(tmp / "specs" / "specrag.json", routers(demo_kbs))
     settings = demo_index[0].model_copy(update={"data_dir": tmp / "data"})  # the demo's model settings
     local, run = update_index(settings, [spec.parent], progress=False)
     assert run.ingest.specs_read == 1 and not run.ingest.specs_skipped

@@ -92,7 +92,7 @@ async def test_a_request_is_one_span_tree_in_opentelemetry(client, kb_id):
     assert roots[0].attributes["specrag.request_id"] == r.headers["x-request-id"]
     assert {s.context.trace_id for s in spans} == {roots[0].context.trace_id}
     names = {s.name for s in spans}
-    assert {"HybridRetriever.retrieve", "ReferenceExpander._postprocess_nodes", "LookupStepAdder._postprocess_nodes"} <= names
+    assert {"HybridRetriever.retrieve", "ReferenceExpander._postprocess_nodes", "ProducerExpander._postprocess_nodes"} <= names
     by_id = {s.context.span_id: s for s in spans}
     for span in spans:  # every span reaches the root through its parents
         while span.parent is not None:

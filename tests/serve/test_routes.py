@@ -17,9 +17,8 @@ async def test_context_is_the_budgeted_closure(client, kb_id):
     assert {"users_api:components/schemas/UserCreate", "users_api:components/schemas/Address",
             "users_api:components/schemas/Country"} <= ids
     cut = {c["id"] for c in ctx["retrieval_stats"]["refs_cut"]} | set(ctx["retrieval_stats"]["refs_missing"])
-    for chunk in ctx["primary_chunks"] + ctx["referenced_chunks"]:
-        import json
-        for ref in json.loads(chunk["metadata"]["ref_ids"]):
+    for chunk in ctx["primary_chunks"] + ctx["referenced_chunks"]:  # ref_ids: chunk id -> where it is referenced
+        for ref in chunk["metadata"]["ref_ids"]:
             assert ref in ids or ref in cut, (chunk["id"], ref)
 
 

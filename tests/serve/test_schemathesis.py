@@ -1,8 +1,9 @@
 """Schemathesis over the service's own OpenAPI document (bounded examples per operation): no
 server errors, and every response conforms to its schema, status codes and content types.
 
-The schema is the app's ``/openapi.json`` (``service_openapi()``, the same document), loaded at
-collection; the calls go to the app over the demo corpus through the ASGI transport."""
+The app is the one `specrag serve` runs (the plan and agentic routes mounted); the schema is its
+``/openapi.json`` (``service_openapi(routers)``, the same document), loaded at collection; the
+calls go to the app over the demo corpus through the ASGI transport."""
 
 from __future__ import annotations
 
@@ -13,18 +14,22 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
                                                status_code_conformance)
 
+from pipeline.serve.graph_wiring import routers
+from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.openapi import service_openapi
 
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
-schema = schemathesis.openapi.from_dict(service_openapi())
+DOCUMENT = service_openapi(routers(KnowledgeBases([])))
+schema = schemathesis.openapi.from_dict(DOCUMENT)
 
 
 @pytest.fixture(scope="module")
 def served_app(demo_kbs):
     from pipeline.serve.app import create_app
 
-    app = create_app(demo_kbs)
-    assert app.openapi() == service_openapi()  # the document under test is the one the app serves
+    app = create_app(demo_kbs, extra_routers=routers(demo_kbs))
+    assert app.openapi() == DOCUMENT  # the document under test is the one the app serves
+    assert {"/api/v1/plan", "/api/v1/retrieve/agentic"} <= set(DOCUMENT["paths"])
     return app
 
 

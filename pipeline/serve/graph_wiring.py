@@ -1,0 +1,54 @@
+"""The multi-step work's capabilities in the service and the MCP server: ``POST /api/v1/plan``,
+``POST /api/v1/retrieve/agentic`` and the MCP ``plan`` / ``impact`` tools, over each knowledge
+base's engine (``ApiQueryEngine.plan`` / ``.impact``, ``AgenticRetriever``). ``specrag serve`` / ``mcp``
+mount them by default."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter
+
+from pipeline.agentic.retriever import AgenticRetriever
+from pipeline.api_models import AgenticRetrievalRequest, RetrievalResponse
+from pipeline.graph.queries import ImpactReport
+from pipeline.plan import Plan
+from pipeline.serve.kbs import AmbiguousKnowledgeBase, KnowledgeBase, KnowledgeBases
+from pipeline.serve.routes.agentic import agentic_router
+from pipeline.serve.routes.plan import plan_router
+
+
+async def plan(kb: KnowledgeBase, query: str) -> Plan:
+    """The engine's planning is synchronous (one query, then graph work): a worker thread runs it."""
+    return await asyncio.to_thread(kb.engine.plan, query)
+
+
+async def impact(kb: KnowledgeBase, api: str, schema: str) -> ImpactReport:
+    return await asyncio.to_thread(kb.engine.impact, api, schema)
+
+
+class KbAgentic:
+    """Agentic retrieval over one served knowledge base: ``kb_ids`` names it ([] = the only one served;
+    with several served, pass one). One retriever per knowledge base, made on first use."""
+
+    def __init__(self, kbs: KnowledgeBases):
+        self.kbs = kbs
+        self._retrievers: dict[str, AgenticRetriever] = {}
+
+    async def arun(self, request: AgenticRetrievalRequest) -> RetrievalResponse:
+        if len(request.kb_ids) > 1:
+            raise AmbiguousKnowledgeBase("agentic retrieval runs over one knowledge base: pass one kb_id")
+        kb = self.kbs.default(request.kb_ids[0] if request.kb_ids else None)
+        if kb.kb_id not in self._retrievers:
+            self._retrievers[kb.kb_id] = AgenticRetriever(kb.engine)
+        return await self._retrievers[kb.kb_id].arun(request)
+
+
+def routers(kbs: KnowledgeBases) -> list[APIRouter]:
+    """``create_app(kbs, extra_routers=routers(kbs))``."""
+    return [agentic_router(KbAgentic(kbs)), plan_router(plan, Plan)]
+
+
+def mcp_tools() -> dict:
+    """``create_mcp_server(kbs, **mcp_tools())``."""
+    return {"planner": (plan, Plan), "impact": (impact, ImpactReport)}

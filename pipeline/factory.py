@@ -27,7 +27,9 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     if store.search_mode == "hybrid":
         api_vectors = catalog_vectors(catalog, store.embed_model, embed_model_id(store.embed_model), catalog_dir)
     selector = KeywordApiSelector(catalog, indexes, retriever, settings.max_selected_apis,
-                                  api_vectors=api_vectors, embed_query=store.embed_query, rrf_k=settings.rrf_k)
+                                  evidence_depth=settings.selection_evidence_depth, api_vectors=api_vectors,
+                                  embed_query=store.embed_query, weights=settings.selection_weights,
+                                  rrf_k=settings.selection_rrf_k)
     expander = KeywordQueryExpander(indexes.get)
     synthesizer = None
     if settings.llm_configured:

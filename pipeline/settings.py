@@ -55,6 +55,19 @@ class Settings(BaseSettings):
     vector_weight: float = Field(0.6, validation_alias=_env("RETRIEVAL_VECTOR_WEIGHT"))
     bm25_weight: float = Field(0.4, validation_alias=_env("RETRIEVAL_BM25_WEIGHT"))
     max_selected_apis: int = Field(3, validation_alias=_env("SELECTION_MAX_APIS"))
+    selection_weights: tuple[float, float, float] = Field(
+        (0.0, 0.25, 1.0), validation_alias=_env("SELECTION_WEIGHTS"),
+        description="offline stage 1: weights of catalog BM25, catalog vector and endpoint evidence (JSON list)")
+    selection_rrf_k: int = Field(10, validation_alias=_env("SELECTION_RRF_K"),
+                                 description="offline stage 1: reciprocal rank fusion constant")
+    selection_evidence_depth: int = Field(50, validation_alias=_env("SELECTION_EVIDENCE_DEPTH"),
+                                          description="offline stage 1: fleet-wide endpoint hits that vote for APIs")
+    fleet_weight: float = Field(0.5, validation_alias=_env("RETRIEVAL_FLEET_WEIGHT"),
+                                description="stage 3: weight of the whole-fleet search fused with the selected "
+                                            "APIs' search (1.0); 0 makes stage 1 a hard filter")
+    api_decay: float | None = Field(0.7, validation_alias=_env("RETRIEVAL_API_DECAY"),
+                                    description="stage 3: each selected API is ranked on its own and the i-th "
+                                                "weighs decay**i in the merge; unset to rank them as one scope")
 
     # LLM (stages 1 and 2, optional synthesis)
     openai_api_key: str | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))

@@ -122,7 +122,7 @@ class LookupStepAdder(BaseNodePostprocessor):
                            query_bundle: Optional[QueryBundle] = None) -> list[NodeWithScore]:
         if query_bundle is None or not nodes:
             return nodes
-        question = (query_bundle.embedding_strs or [query_bundle.query_str])[0]
+        question = query_bundle.question if isinstance(query_bundle, SpecQuery) else query_bundle.query_str
 
         def search_api(api: str) -> list[str]:
             narrowed = SpecQuery(query_str=query_bundle.query_str, custom_embedding_strs=[question],

@@ -33,6 +33,18 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(1500, validation_alias=_env("SPECRAG_CHUNK_MAX_TOKENS"),
                                   description="a chunk bigger than this is split into parts")
 
+    # hostile input: every spec file is bounded (see pipeline/specs/limits.py)
+    spec_max_bytes: int = Field(32 * 1024 * 1024, gt=0, validation_alias=_env("SPECRAG_SPEC_MAX_BYTES"),
+                                description="largest spec file (entry or $ref target) read, in bytes")
+    spec_timeout_s: float = Field(60.0, gt=0, validation_alias=_env("SPECRAG_SPEC_TIMEOUT_S"),
+                                  description="a spec still being read after this is skipped; its worker is replaced")
+    spec_max_nodes: int = Field(2_000_000, gt=0, validation_alias=_env("SPECRAG_SPEC_MAX_NODES"),
+                                description="values per spec (all its files), a YAML alias counted at every use")
+    spec_max_depth: int = Field(100, gt=1, le=400, validation_alias=_env("SPECRAG_SPEC_MAX_DEPTH"),
+                                description="nesting depth of a spec document")
+    spec_max_aliases: int = Field(10_000, ge=0, validation_alias=_env("SPECRAG_SPEC_MAX_ALIASES"),
+                                  description="YAML alias uses per spec")
+
     # embeddings
     embed_model: str = Field("sentence-transformers/all-MiniLM-L6-v2", validation_alias=_env("SPECRAG_EMBED_MODEL"),
                              description="fastembed model name, 'openai:<model>', or 'none' for lexical only")

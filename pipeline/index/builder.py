@@ -22,7 +22,6 @@ import numpy as np
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from pipeline.errors import CorpusError
 from pipeline.index.embeddings import EMBED_BATCH_SIZE, NO_EMBEDDINGS, embed_model_id
 from pipeline.index.lexical import LexicalIndex
 from pipeline.index.manifest import ApiEntry, ApiState, Manifest, load_manifest
@@ -217,17 +216,24 @@ class IndexBuilder:
 
 
 def _validate(apis: list[ApiChunks]) -> None:
+    """Drop (in place, with a warning) every API that would corrupt the store: a second spec
+    with a file_id already taken, duplicate chunk ids, a chunk of another file_id. One bad spec
+    never stops the build of the others."""
     seen: set[str] = set()
+    kept: list[ApiChunks] = []
     for api in apis:
         file_id = api.api.file_id
-        if file_id in seen:
-            raise CorpusError(f"two specs share the file_id {file_id!r}; give one of them another name")
-        seen.add(file_id)
         ids = [c.id for c in api.chunks]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"{file_id}: duplicate chunk ids; the chunker must give each chunk its own id")
-        if stray := next((c.id for c in api.chunks if c.file_id != file_id), None):
-            raise ValueError(f"{file_id}: chunk {stray!r} belongs to another file_id")
+        stray = next((c.id for c in api.chunks if c.file_id != file_id), None)
+        problem = ("another spec has the same file_id; give one of them another name" if file_id in seen else
+                   "duplicate chunk ids" if len(set(ids)) != len(ids) else
+                   f"chunk {stray!r} belongs to another file_id" if stray else "")
+        if problem:
+            logger.warning("not indexed: %s (%s): %s", file_id, api.api.source, problem)
+            continue
+        seen.add(file_id)
+        kept.append(api)
+    apis[:] = kept
 
 
 def _maybe_pause(pause: bool) -> None:

@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pipeline.specs import ids, text
-from pipeline.specs.loader import Resolved, SpecSource, spec_format
+from pipeline.specs.loader import Resolved, SpecSource, Unresolved, spec_format
 from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 from pipeline.specs.render import strip_markdown, to_yaml
 from pipeline.specs.split import split_chunk
 
-CHUNKER_VERSION = "4"
+CHUNKER_VERSION = "5"  # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
+MAX_REF_HOPS = 8  # a path item or operation that is a $ref to a $ref ... (multi-file specs)
 _DROPPED_KEYS = {"x-codeSamples", "x-code-samples"}
 _SCHEMA_KEYS = {"schema", "items", "properties", "additionalProperties", "allOf", "oneOf", "anyOf", "not",
                 "patternProperties", "prefixItems", "contains", "then", "else", "if"}
@@ -80,39 +81,57 @@ class SpecChunker:
                 self._register(frag, tokens)
 
     def _resolve_structural(self, value: Any, file: Path, tokens: tuple[str, ...]):
-        """Follow a path item / operation that is itself a ``$ref`` (multi-file specs)."""
-        for _ in range(8):
+        """Follow a path item / operation that is itself a ``$ref`` (multi-file specs). A chain
+        that comes back to a place it passed (a path item that refs itself) is a ``cycle``."""
+        seen = {(file, tokens)}
+        for _ in range(MAX_REF_HOPS + 1):
             if not (isinstance(value, dict) and isinstance(value.get("$ref"), str)):
-                break
+                return value, file, tokens
             target = self.src.resolve(value["$ref"], file)
+            if isinstance(target, Resolved) and (target.file, target.tokens) in seen:
+                target = Unresolved("cycle", value["$ref"])
             self._count(target)
             if not isinstance(target, Resolved):
                 return None, file, tokens
             value, file, tokens = target.value, target.file, target.tokens
-        return value, file, tokens
+            seen.add((file, tokens))
+        self._count(Unresolved("chain_too_long", value["$ref"]))
+        return None, file, tokens
+
+    def _operation_sections(self) -> list[tuple[str, dict]]:
+        sections = [("paths", self.doc.get("paths") or {})]
+        if spec_format(self.doc) == "openapi-3.1":
+            sections.append(("webhooks", self.doc.get("webhooks") or {}))
+        return sections
 
     def _register_operations(self) -> None:
         entry = self.src.entry
-        for path, item in self.doc["paths"].items():
-            path = str(path)
-            item, item_file, item_tokens = self._resolve_structural(item, entry, ("paths", path))
-            if not isinstance(item, dict):
+        for section, items in self._operation_sections():
+            for path, item in items.items():
+                path = str(path)
+                item, item_file, item_tokens = self._resolve_structural(item, entry, (section, path))
+                if isinstance(item, dict):
+                    self._register_path_item(section, path, item, item_file, item_tokens)
+
+    def _register_path_item(self, section: str, path: str, item: dict, item_file: Path,
+                            item_tokens: tuple[str, ...]) -> None:
+        entry = self.src.entry
+        shared_params = item.get("parameters") if isinstance(item.get("parameters"), list) else []
+        for method in ids.HTTP_METHODS:
+            if method not in item:
                 continue
-            shared_params = item.get("parameters") if isinstance(item.get("parameters"), list) else []
-            for method in ids.HTTP_METHODS:
-                if method not in item:
-                    continue
-                op, op_file, op_tokens = self._resolve_structural(item[method], item_file, (*item_tokens, method))
-                if not isinstance(op, dict):
-                    continue
-                op_id = ids.operation_chunk_id(self.file_id, path, method)
-                frag = Fragment(op_id, ChunkType.ENDPOINT, "operation", op_file, op, name=str(op.get("operationId", "")),
-                                method=method.upper(), path=path,
-                                extra={"shared_params": shared_params, "item_file": item_file})
-                self.aliases.setdefault((entry, ("paths", path)), op_id)
-                self.aliases.setdefault((item_file, item_tokens), op_id)
-                self._register(frag, op_tokens)
-                self.aliases.setdefault((entry, ("paths", path, method)), op_id)
+            op, op_file, op_tokens = self._resolve_structural(item[method], item_file, (*item_tokens, method))
+            if not isinstance(op, dict):
+                continue
+            webhook = section == "webhooks"
+            op_id = (ids.webhook_chunk_id if webhook else ids.operation_chunk_id)(self.file_id, path, method)
+            frag = Fragment(op_id, ChunkType.ENDPOINT, "webhook" if webhook else "operation", op_file, op,
+                            name=str(op.get("operationId", "")), method=method.upper(), path=path,
+                            extra={"shared_params": shared_params, "item_file": item_file})
+            self.aliases.setdefault((entry, (section, path)), op_id)
+            self.aliases.setdefault((item_file, item_tokens), op_id)
+            self._register(frag, op_tokens)
+            self.aliases.setdefault((entry, (section, path, method)), op_id)
 
     # ---- phase 2: texts and links -----------------------------------------------------------
     def run(self) -> ApiChunks:
@@ -123,9 +142,10 @@ class SpecChunker:
             frag = self.queue.popleft()
             chunks.extend(self._build(frag))
         chunks = [part for chunk in chunks for part in split_chunk(chunk, self.max_tokens, self.count_tokens)]
+        chunks, dropped = _unique(chunks)
         _link_inverse(chunks)
         return ApiChunks(api=self._api_info(), chunks=chunks, refs=self.stats,
-                         unresolved_samples=self.unresolved_samples)
+                         unresolved_samples=self.unresolved_samples, dropped=dropped)
 
     def _build(self, frag: Fragment) -> list[Chunk]:
         if frag.type is ChunkType.ENDPOINT:
@@ -150,19 +170,21 @@ class SpecChunker:
             op["parameters"] = _merge_params(shared, op.get("parameters"))
         self._security_refs(op.get("security", self.doc.get("security")), refs)
         out: list[Chunk] = []
-        head = f"# {frag.method} {frag.path}" + (f"  (operationId: {frag.name})" if frag.name else "")
+        webhook = frag.kind == "webhook"
+        where = f"webhook {frag.path} ({frag.method})" if webhook else f"{frag.method} {frag.path}"
+        head = f"# {where}" + (f"  (operationId: {frag.name})" if frag.name else "")
         if errors:
             err_id = ids.errors_chunk_id(frag.id)
             refs.setdefault(err_id, []).append("responses")
             err_frag = Fragment(err_id, ChunkType.ERRORS, "errors", frag.file, errors, name="errors",
                                 method=frag.method, path=frag.path)
             err_refs = self._collect_refs(errors, frag.file, "responses", ("responses",))
-            err_text = f"# Error responses of {frag.method} {frag.path}\n" + to_yaml(errors)
+            err_text = f"# Error responses of {where}\n" + to_yaml(errors)
             out.append(self._chunk(err_frag, err_text, err_refs,
-                                   **text.errors_texts(frag.method, frag.path, frag.name, errors), op=op))
+                                   **_labelled(webhook, text.errors_texts(frag.method, frag.path, frag.name, errors)), op=op))
             head += f"\n# error responses ({', '.join(errors)}): see {err_id}"
         out.insert(0, self._chunk(frag, head + "\n" + to_yaml(op), refs,
-                                  **text.operation_texts(frag.method, frag.path, op), op=op))
+                                  **_labelled(webhook, text.operation_texts(frag.method, frag.path, op)), op=op))
         return out
 
     def _chunk(self, frag: Fragment, body: str, refs: dict[str, list[str]], *, embed_text: str, search_text: str,
@@ -218,7 +240,7 @@ class SpecChunker:
             self.stats.unresolved += 1
             self.stats.unresolved_by_kind[target.kind] = self.stats.unresolved_by_kind.get(target.kind, 0) + 1
             if len(self.unresolved_samples) < 5:
-                self.unresolved_samples.append(f"{target.kind}: {target.ref}")
+                self.unresolved_samples.append(f"{target.kind}: {target.ref[:200]}")
 
     def _link(self, ref: str, file: Path, loc: tuple[str, ...], kind: str, refs: dict[str, list[str]]) -> None:
         target = self.src.resolve(ref, file)
@@ -261,6 +283,11 @@ class SpecChunker:
         )
 
 
+def _labelled(webhook: bool, texts: dict[str, str]) -> dict[str, str]:
+    """A webhook's texts say so: it is a call the API makes, not one it receives."""
+    return {k: f"webhook {v}" for k, v in texts.items()} if webhook else texts
+
+
 def _is_error(code: str) -> bool:
     return code == "default" or code[:1] in ("4", "5")
 
@@ -286,6 +313,14 @@ def _infer_kind(loc: tuple[str, ...], default: str) -> str:
         if key in _CONTEXT_KINDS:
             return _CONTEXT_KINDS[key]
     return default or "schemas"
+
+
+def _unique(chunks: list[Chunk]) -> tuple[list[Chunk], dict[str, int]]:
+    """Keep the first chunk of each id: keys that stringify alike (YAML ``1`` and ``"1"``) would
+    otherwise give two chunks one id, which no store accepts."""
+    seen: set[str] = set()
+    kept = [c for c in chunks if not (c.id in seen or seen.add(c.id))]
+    return kept, ({"duplicate_id": len(chunks) - len(kept)} if len(kept) < len(chunks) else {})
 
 
 def _link_inverse(chunks: list[Chunk]) -> None:

@@ -9,6 +9,13 @@ they follow a complete element path, mark derived chunks:
 - ``:errors``  the error responses of an operation (``tmdb:paths/~1movie/get:errors``);
 - ``:partN``   part N (N >= 2) of a chunk too big for the token limit.
 
+So that no element can end like a suffix, a token of an element path that ends in ``:partN``
+or ``:errors`` writes that ``:`` as ``~3A`` (a component ``Big:part2`` is
+``components/schemas/Big~3Apart2``, never the second part of ``Big``). ``~`` followed by
+anything but ``0``/``1`` never occurs otherwise, so this stays reversible.
+
+OpenAPI 3.1 webhooks are ``webhooks/{name}/{method}`` (``shop:webhooks/newOrder/post``).
+
 Fragments that live in another file of a multi-file spec use the file's path relative to the
 spec's root folder plus the pointer inside it: ``do:resources/droplets/models/droplet.yml#/``.
 ``file_id`` may not contain ``:``; everything after the first ``:`` is the element path.
@@ -20,6 +27,9 @@ import re
 
 ERRORS_SUFFIX = ":errors"
 _PART_RE = re.compile(r":part(\d+)$")
+_SUFFIX_COLON = re.compile(r":(?=(?:part\d+|errors)$)")
+_ID_ESCAPES = re.compile(r"~(0|1|3A)")
+_ID_UNESCAPED = {"0": "~", "1": "/", "3A": ":"}
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -29,6 +39,20 @@ def escape_token(token: str) -> str:
 
 def unescape_token(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
+
+
+def escape_id_token(token: str) -> str:
+    """A token as it appears in a chunk id: JSON Pointer escaping, and a suffix-like tail's
+    ``:`` as ``~3A``."""
+    return _SUFFIX_COLON.sub("~3A", escape_token(token))
+
+
+def unescape_id_token(token: str) -> str:
+    return _ID_ESCAPES.sub(lambda m: _ID_UNESCAPED[m.group(1)], token)
+
+
+def element_path(tokens: list[str] | tuple[str, ...]) -> str:
+    return "/".join(escape_id_token(t) for t in tokens)
 
 
 def pointer_to_tokens(pointer: str) -> list[str]:
@@ -46,15 +70,19 @@ def tokens_to_path(tokens: list[str] | tuple[str, ...]) -> str:
 
 
 def make_chunk_id(file_id: str, tokens: list[str] | tuple[str, ...]) -> str:
-    return f"{file_id}:{tokens_to_path(tokens)}"
+    return f"{file_id}:{element_path(tokens)}"
 
 
 def external_chunk_id(file_id: str, relpath: str, tokens: list[str] | tuple[str, ...]) -> str:
-    return f"{file_id}:{relpath}#/{tokens_to_path(tokens)}"
+    return f"{file_id}:{relpath}#/{element_path(tokens)}"
 
 
 def operation_chunk_id(file_id: str, path: str, method: str) -> str:
     return make_chunk_id(file_id, ["paths", path, method.lower()])
+
+
+def webhook_chunk_id(file_id: str, name: str, method: str) -> str:
+    return make_chunk_id(file_id, ["webhooks", name, method.lower()])
 
 
 def errors_chunk_id(operation_id: str) -> str:
@@ -80,10 +108,19 @@ def base_chunk_id(chunk_id: str) -> str:
 
 def parse_operation_id(chunk_id: str) -> tuple[str, str, str] | None:
     """-> (file_id, path, METHOD) for an operation or its errors chunk, else None."""
+    return _parse_method_id(chunk_id, "paths")
+
+
+def parse_webhook_id(chunk_id: str) -> tuple[str, str, str] | None:
+    """-> (file_id, webhook name, METHOD) for a webhook operation or its errors chunk, else None."""
+    return _parse_method_id(chunk_id, "webhooks")
+
+
+def _parse_method_id(chunk_id: str, section: str) -> tuple[str, str, str] | None:
     file_id, element = split_chunk_id(base_chunk_id(chunk_id))
     if element.endswith(ERRORS_SUFFIX):
         element = element[: -len(ERRORS_SUFFIX)]
     parts = element.split("/")
-    if len(parts) != 3 or parts[0] != "paths" or parts[2] not in HTTP_METHODS:
+    if len(parts) != 3 or parts[0] != section or parts[2] not in HTTP_METHODS:
         return None
-    return file_id, unescape_token(parts[1]), parts[2].upper()
+    return file_id, unescape_id_token(parts[1]), parts[2].upper()

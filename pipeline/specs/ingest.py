@@ -1,6 +1,8 @@
-"""Ingest a corpus: discover specs, chunk each (in parallel), and report what happened.
+"""Ingest a corpus: discover specs, chunk each (in worker processes), and report what happened.
 
-One bad file never stops the batch: it is skipped with a one-line reason.
+Every spec file is hostile input. One bad file never stops the batch: it is skipped with a
+one-line reason, a spec that runs past ``SPECRAG_SPEC_TIMEOUT_S`` is skipped as timed out (its
+worker replaced), and reports carry file names that always serialise.
 """
 
 from __future__ import annotations
@@ -8,36 +10,45 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from pipeline.errors import SpecError
 from pipeline.specs.chunker import SpecChunker
-from pipeline.specs.loader import SpecSource, check_spec, discover_spec_files, looks_like_spec
+from pipeline.specs.files import decode_text, is_text, read_regular_file
+from pipeline.specs.limits import SpecLimits
+from pipeline.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
 from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
+from pipeline.specs.pool import JobFailed, run_jobs
 from pipeline.tokens import count_tokens
+
 
 class CorpusIngest(BaseModel):
     apis: list[ApiChunks] = Field(default_factory=list)
     report: IngestReport = Field(default_factory=IngestReport)
 
 
-def ingest_spec(path: Path, file_id: str, max_tokens: int, explicit: bool = True) -> ApiChunks | SkippedSpec | None:
+def ingest_spec(path: Path, file_id: str, max_tokens: int, explicit: bool = True,
+                limits: SpecLimits | None = None) -> ApiChunks | SkippedSpec | None:
     """Chunk one entry file. None: a file found in a folder that is no spec (not reported)."""
+    limits = limits or SpecLimits.from_settings()
     try:
-        raw = path.read_bytes()
-        if not explicit and not looks_like_spec(path, raw):
+        _, real = confine_entry(path)  # before anything is read
+        raw = read_regular_file(real, limits.max_bytes)
+        text = decode_text(raw)
+        if not explicit and not looks_like_spec(path, text):
             return None
-        source = SpecSource(path, raw)
+        source = SpecSource(path, limits, raw=raw, text=text)
         if not explicit and isinstance(source.doc, dict) and not ("openapi" in source.doc or "swagger" in source.doc):
             return None  # a fragment of a multi-file spec, read when a spec references it
         check_spec(source.doc)
         if ":" in file_id:
             raise SpecError(f"file_id {file_id!r} contains ':' (reserved in chunk ids); rename the file")
+        if not is_text(file_id):
+            raise SpecError("file name is not valid UTF-8 (chunk ids must be text); rename the file")
         return SpecChunker(source, file_id, max_tokens, count_tokens).run()
     except SpecError as exc:
         return SkippedSpec(file=str(path), reason=str(exc))
@@ -45,31 +56,41 @@ def ingest_spec(path: Path, file_id: str, max_tokens: int, explicit: bool = True
         return SkippedSpec(file=str(path), reason=f"unreadable: {exc.strerror or exc}")
     except RecursionError:
         return SkippedSpec(file=str(path), reason="structure nested too deeply")
+    except MemoryError:
+        return SkippedSpec(file=str(path), reason="out of memory while reading")
     except Exception as exc:  # noqa: BLE001 - one broken spec must not stop the corpus
         return SkippedSpec(file=str(path), reason=f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")
 
 
-def _job(args: tuple[Path, str, int, bool]) -> ApiChunks | SkippedSpec | None:
-    return ingest_spec(*args)
+class SpecJob(NamedTuple):
+    path: Path
+    file_id: str
+    max_tokens: int
+    explicit: bool
+    limits: SpecLimits
 
 
-def plan_jobs(paths: list[Path], max_tokens: int) -> list[tuple[Path, str, int, bool]]:
+def _job(job: SpecJob) -> ApiChunks | SkippedSpec | None:
+    return ingest_spec(*job)
+
+
+def plan_jobs(paths: list[Path], max_tokens: int, limits: SpecLimits) -> list[SpecJob]:
     """One job per candidate file, big specs first (better load balance); CorpusError for a missing path."""
     explicit, found = discover_spec_files(paths)
-    jobs = [(p, p.stem, max_tokens, True) for p in explicit] + [(p, p.stem, max_tokens, False) for p in found]
-    jobs.sort(key=lambda j: (-_size(j[0]), str(j[0])))
+    jobs = [SpecJob(p, p.stem, max_tokens, True, limits) for p in explicit]
+    jobs += [SpecJob(p, p.stem, max_tokens, False, limits) for p in found]
+    jobs.sort(key=lambda j: (-_size(j.path), str(j.path)))
     return jobs
 
 
-def iter_ingest(jobs: list[tuple[Path, str, int, bool]], workers: int | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:
-    """Yield (file, result) in job order."""
+def iter_ingest(jobs: list[SpecJob], workers: int | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:
+    """Yield (file, result) in job order; every job runs in a worker process under its time limit."""
     workers = workers or min(os.cpu_count() or 1, 4)
-    if workers <= 1 or len(jobs) < 4:
-        for job in jobs:
-            yield job[0], _job(job)
-        return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from zip((j[0] for j in jobs), pool.map(_job, jobs, chunksize=4))
+    timeout = jobs[0].limits.timeout_s if jobs else 0.0
+    if jobs:
+        count_tokens("")  # load the tokenizer (~3 s) once, before the workers fork, not in each
+    for job, outcome in run_jobs(_job, jobs, workers, timeout):
+        yield job.path, SkippedSpec(file=str(job.path), reason=str(outcome)) if isinstance(outcome, JobFailed) else outcome
 
 
 def _size(path: Path) -> int:
@@ -80,10 +101,12 @@ def _size(path: Path) -> int:
 
 
 def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | None = None,
-                 progress: bool = False) -> CorpusIngest:
-    """Ingest every spec under ``paths``; CorpusError only for a missing input path."""
+                 progress: bool = False, limits: SpecLimits | None = None) -> CorpusIngest:
+    """Ingest every spec under ``paths``; CorpusError only for a missing input path.
+
+    ``limits`` default to the ``SPECRAG_SPEC_*`` settings of the environment."""
     start = time.perf_counter()
-    jobs = plan_jobs(paths, max_tokens)
+    jobs = plan_jobs(paths, max_tokens, limits or SpecLimits.from_settings())
     result = CorpusIngest()
     seen: dict[str, str] = {}
     bar = tqdm(total=len(jobs), desc="ingest", unit="file", disable=not progress, leave=False)
@@ -113,7 +136,10 @@ def _summarise(result: CorpusIngest) -> None:
     report = result.report
     report.specs_read = len(result.apis)
     counts: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
     for api in result.apis:
         counts.update(c.type.value for c in api.chunks)
+        dropped.update(api.dropped)
         report.refs.add(api.refs)
     report.chunks = {k: counts.get(k, 0) for k in ("endpoint", "component", "errors")} | {"total": sum(counts.values())}
+    report.dropped = dict(sorted(dropped.items()))

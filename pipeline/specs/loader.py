@@ -1,13 +1,17 @@
-"""Reading spec files: formats, discovery, and ``$ref`` resolution confined to the spec's folder.
+"""Finding specs and resolving their ``$ref``s, confined to the spec's folder and to spec documents.
 
 A spec is an entry file whose top level has ``openapi`` or ``swagger``. Other JSON/YAML files are
-read only when a spec references them. Relative refs are followed inside the entry file's folder
-tree; a ref that leaves it, or points at a URL, is never followed (no network, no traversal).
+read only when a spec references them. Every file is hostile input (``files``, ``parse``,
+``limits``). A ``$ref`` is followed only to a JSON/YAML file (by suffix) inside the entry's
+folder tree, outside dot-files and dot-folders, that parses to a mapping; a ref that leaves the
+folder (also through a symlink) or points at a URL is never read, and every other refusal is
+counted as an unresolved ref of a named kind. The confinement root is the folder of the entry as
+it was given or found; an entry that is a symlink must point inside that folder.
 """
 
 from __future__ import annotations
 
-import json
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -15,46 +19,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
-
 from pipeline.errors import CorpusError, SpecError
+from pipeline.specs.files import decode_text, read_regular_file
 from pipeline.specs.ids import pointer_to_tokens
-
-try:  # the C loader is ~10x faster on big YAML specs
-    from yaml import CSafeLoader as _SafeLoader
-except ImportError:  # pragma: no cover - depends on the libyaml build
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
+from pipeline.specs.limits import BudgetExceeded, ParseBudget, SpecLimits
+from pipeline.specs.parse import parse_text
 
 SPEC_SUFFIXES = {".json", ".yaml", ".yml"}
-_YAML_SPEC_KEY = re.compile(rb"^[\"']?(openapi|swagger)[\"']?\s*:", re.MULTILINE)
+MAX_REF_CHARS = 4096  # PATH_MAX
+_YAML_SPEC_KEY = re.compile(r"^[\"']?(openapi|swagger)[\"']?\s*:", re.MULTILINE)
 
 
-def parse_bytes(raw: bytes, path: Path) -> Any:
-    """Parse JSON or YAML (safe loading only); raise SpecError with a one-line reason."""
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise SpecError(f"invalid JSON: {_one_line(exc)}") from None
-    try:
-        return yaml.load(raw, Loader=_SafeLoader)
-    except yaml.constructor.ConstructorError as exc:
-        raise SpecError(f"unsafe or unknown YAML tag: {_one_line(exc.problem or exc)}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"invalid YAML: {_one_line(exc)}") from None
-    except RecursionError:
-        raise SpecError("invalid YAML: nested too deeply") from None
-
-
-def _one_line(exc: object) -> str:
-    return " ".join(str(exc).replace('in "<byte string>", ', "").split())[:200]
-
-
-def looks_like_spec(path: Path, raw: bytes) -> bool:
+def looks_like_spec(path: Path, text: str) -> bool:
     """Cheap sniff before a full parse: only files that mention openapi/swagger at all."""
     if path.suffix.lower() == ".json":
-        return b'"openapi"' in raw or b'"swagger"' in raw
-    return _YAML_SPEC_KEY.search(raw) is not None
+        return '"openapi"' in text or '"swagger"' in text
+    return _YAML_SPEC_KEY.search(text) is not None
 
 
 def spec_format(doc: dict) -> str:
@@ -65,13 +45,23 @@ def spec_format(doc: dict) -> str:
 
 
 def check_spec(doc: Any) -> None:
-    """Raise SpecError unless ``doc`` is a usable OpenAPI/Swagger document."""
+    """Raise SpecError unless ``doc`` is a usable OpenAPI/Swagger document.
+
+    Swagger 2.0 and OpenAPI 3.0 need ``paths``; OpenAPI 3.1 needs one of ``paths``,
+    ``webhooks`` or ``components``."""
     if not isinstance(doc, dict):
         raise SpecError(f"top level is {type(doc).__name__}, not a mapping")
     if "openapi" not in doc and "swagger" not in doc:
         raise SpecError("no 'openapi' or 'swagger' key at the top level")
-    if not isinstance(doc.get("paths"), dict):
-        raise SpecError("no 'paths' object" if "paths" not in doc else "'paths' is not a mapping")
+    if "paths" in doc and not isinstance(doc["paths"], dict):
+        raise SpecError("'paths' is not a mapping")
+    if spec_format(doc) == "openapi-3.1":
+        if "webhooks" in doc and not isinstance(doc["webhooks"], dict):
+            raise SpecError("'webhooks' is not a mapping")
+        if not any(key in doc for key in ("paths", "webhooks", "components")):
+            raise SpecError("no 'paths', 'webhooks' or 'components' object")
+    elif "paths" not in doc:
+        raise SpecError("no 'paths' object")
 
 
 def discover_spec_files(paths: list[Path]) -> tuple[list[Path], list[Path]]:
@@ -85,7 +75,7 @@ def discover_spec_files(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     for path in paths:
         if not path.exists():
             raise CorpusError(f"no such file or folder: {path}")
-        if path.is_file():
+        if not path.is_dir():  # a FIFO or device given by name is reported, not walked
             explicit.append(path)
             continue
         for root, dirs, files in os.walk(path):
@@ -102,36 +92,76 @@ class Resolved:
     value: Any
 
 
+EXTERNAL_KINDS = ("url", "escapes_root")
+
+
 @dataclass(frozen=True)
 class Unresolved:
-    kind: str  # url, escapes_root (external) / missing_file, missing_target, bad_ref (internal)
+    """A ref not followed. External kinds: ``url``, ``escapes_root``. Internal: ``missing_file``,
+    ``missing_target``, ``bad_ref``, ``cycle``; refused files: ``hidden_file`` (a dot-file or a
+    file in a dot-folder), ``not_spec_file`` (not .json/.yaml/.yml), ``not_a_document`` (does
+    not parse to a mapping), ``unreadable`` (not a regular file, too big, undecodable)."""
+
+    kind: str
     ref: str
 
     @property
     def external(self) -> bool:
-        return self.kind in ("url", "escapes_root")
+        return self.kind in EXTERNAL_KINDS
+
+
+def confine_entry(entry: Path) -> tuple[Path, Path]:
+    """-> (root, real entry): the folder of ``entry`` as given and the file it names, which must
+    lie inside that folder (a symlinked entry may not move the confinement elsewhere)."""
+    root = Path(os.path.realpath(entry.parent))
+    real = Path(os.path.realpath(entry))
+    if not os.path.lexists(real):  # a broken link says so, wherever it pointed
+        raise SpecError(f"unreadable: {os.strerror(errno.ENOENT)}")
+    if not real.is_relative_to(root):
+        raise SpecError(f"symlink to a file outside its folder ({real}); give that file itself")
+    return root, real
 
 
 class SpecSource:
-    """An entry file plus every file of its folder tree that its refs reach (parsed once)."""
+    """An entry file plus every spec document of its folder tree that its refs reach (parsed once).
 
-    def __init__(self, entry: Path, raw: bytes | None = None):
-        self.entry = entry.resolve()
-        self.root = self.entry.parent
+    ``root`` is the folder of ``entry`` as given (symlinks in it resolved); a symlinked entry
+    must point inside it, and refs resolve from the entry's real location.
+    """
+
+    def __init__(self, entry: Path, limits: SpecLimits, raw: bytes | None = None, text: str | None = None):
+        self.root, self.entry = confine_entry(entry)
+        self.limits = limits
+        self.budget = ParseBudget(limits)
         self._raw: dict[Path, bytes] = {}
         self._docs: dict[Path, Any] = {}
-        if raw is not None:
-            self._raw[self.entry] = raw
-        self.doc = self.load(self.entry)
+        self._refused: dict[Path, str] = {}
+        self.doc = self._parse(self.entry, raw, text)
 
-    def load(self, path: Path) -> Any:
-        if path not in self._docs:
-            raw = self._raw.get(path)
-            if raw is None:
-                raw = path.read_bytes()
-                self._raw[path] = raw
-            self._docs[path] = parse_bytes(raw, path)
-        return self._docs[path]
+    def _parse(self, path: Path, raw: bytes | None = None, text: str | None = None) -> Any:
+        raw = read_regular_file(path, self.limits.max_bytes) if raw is None else raw
+        doc = parse_text(decode_text(raw) if text is None else text, path.suffix.lower() == ".json", self.budget)
+        self._raw[path] = raw
+        self._docs[path] = doc
+        return doc
+
+    def _document(self, path: Path) -> Any:
+        """A referenced file's parsed mapping; SpecError (kept, so it is read once) if refused."""
+        if path in self._docs:
+            return self._docs[path]
+        if path not in self._refused:
+            try:
+                doc = self._parse(path)
+            except BudgetExceeded:
+                raise  # the spec as a whole is over a limit: stop reading it
+            except SpecError:
+                self._refused[path] = "unreadable"
+                raise
+            if isinstance(doc, dict):
+                return doc
+            del self._docs[path], self._raw[path]
+            self._refused[path] = "not_a_document"
+        raise SpecError(self._refused[path])
 
     def relpath(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -142,31 +172,53 @@ class SpecSource:
         return self._raw
 
     def resolve(self, ref: str, base: Path) -> Resolved | Unresolved:
-        if not isinstance(ref, str) or not ref:
-            return Unresolved("bad_ref", str(ref))
+        if not isinstance(ref, str) or not ref or len(ref) > MAX_REF_CHARS:
+            return Unresolved("bad_ref", str(ref)[:200])  # a 1 MB path would cost 10^5 lstat calls
         if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", ref) or ref.startswith("//"):
             return Unresolved("url", ref)
         file_part, _, fragment = ref.partition("#")
         target = base
         if file_part:
-            target = Path(os.path.normpath(base.parent / unquote(file_part)))
+            relative = unquote(file_part)
+            if "\x00" in relative:
+                return Unresolved("bad_ref", ref)
+            target = Path(os.path.normpath(base.parent / relative))
             if not target.is_relative_to(self.root):
                 return Unresolved("escapes_root", ref)
-            real = target.resolve()
-            if not real.is_relative_to(self.root):  # a symlink out of the tree
-                return Unresolved("escapes_root", ref)
-            if not real.is_file():
+            try:
+                real = Path(os.path.realpath(target))
+                if not real.is_relative_to(self.root):  # a symlink out of the tree
+                    return Unresolved("escapes_root", ref)
+                if refusal := self._refuse_file(target, real):
+                    return Unresolved(refusal, ref)
+            except OSError:  # a name too long, a loop of links
                 return Unresolved("missing_file", ref)
             target = real
         try:
-            doc = self.load(target)
+            doc = self._document(target) if file_part else self._docs[target]
+        except BudgetExceeded:
+            raise
+        except SpecError:
+            return Unresolved(self._refused.get(target, "unreadable"), ref)
+        try:
             tokens = tuple(pointer_to_tokens("#" + unquote(fragment)))
-        except (SpecError, OSError, ValueError):
-            return Unresolved("missing_target" if file_part else "bad_ref", ref)
+        except ValueError:
+            return Unresolved("bad_ref", ref)
         value = walk_pointer(doc, tokens)
         if value is _MISSING:
             return Unresolved("missing_target", ref)
         return Resolved(target, tokens, value)
+
+    def _refuse_file(self, target: Path, real: Path) -> str | None:
+        """Why a referenced file may not be read (None: it may)."""
+        for path in (target, real):
+            if any(part.startswith(".") for part in path.relative_to(self.root).parts):
+                return "hidden_file"
+            if path.suffix.lower() not in SPEC_SUFFIXES:
+                return "not_spec_file"
+        if not real.exists():
+            return "missing_file"
+        return None
 
 
 _MISSING = object()

@@ -6,7 +6,9 @@ import json
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from pipeline.specs.files import safe_text
 
 
 class ChunkType(str, Enum):
@@ -114,10 +116,17 @@ class ApiInfo(BaseModel):
     categories: list[str] = Field(default_factory=list, description="x-apisguru-categories")
     tag_descriptions: dict[str, str] = Field(default_factory=dict)
 
+    _safe_source = field_validator("source")(safe_text)
+
 
 class SkippedSpec(BaseModel):
+    """A file that was not ingested. Both texts are made safe for UTF-8 output (a file name's
+    undecodable bytes become ``\\xNN``), so a report always serialises."""
+
     file: str
     reason: str
+
+    _safe_texts = field_validator("file", "reason")(safe_text)
 
 
 class RefStats(BaseModel):
@@ -146,6 +155,7 @@ class ApiChunks(BaseModel):
     chunks: list[Chunk]
     refs: RefStats
     unresolved_samples: list[str] = Field(default_factory=list, description="a few unresolved refs, for the report")
+    dropped: dict[str, int] = Field(default_factory=dict, description="elements left out, by reason (duplicate_id)")
 
 
 class IngestReport(BaseModel):
@@ -153,4 +163,5 @@ class IngestReport(BaseModel):
     specs_skipped: list[SkippedSpec] = Field(default_factory=list)
     chunks: dict[str, int] = Field(default_factory=dict)
     refs: RefStats = Field(default_factory=RefStats)
+    dropped: dict[str, int] = Field(default_factory=dict, description="elements left out of read specs, by reason")
     seconds: float = 0.0

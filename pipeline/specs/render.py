@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import deque
 from typing import Any
 
 import yaml
@@ -101,9 +102,9 @@ def body_schemas(operation: dict) -> list[Any]:
 def ref_names(value: Any, limit: int = 12) -> list[str]:
     """Last segments of the $refs in a fragment (schema names), shallow-first, deduped."""
     names: list[str] = []
-    stack = [value]
+    stack = deque([value])  # list.pop(0) made this quadratic on big fragments
     while stack and len(names) < limit:
-        node = stack.pop(0)
+        node = stack.popleft()
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.errors import CorpusError
 from pipeline.index import ChunkStore, IndexBuilder, load_manifest
 
 from .fleet import component, endpoint, mini_fleet, pets_api, users_api, weather_api
@@ -88,15 +87,19 @@ def test_index_built_lexical_then_queried_with_model_is_lexical(settings, embed_
     store.close()
 
 
-def test_bad_input_is_rejected(settings):
+def test_bad_specs_are_left_out_and_the_rest_indexed(settings, caplog):
+    """One spec that would corrupt the store (a taken file_id, duplicate chunk ids) is dropped
+    with a warning; the build of the others goes on."""
     store = ChunkStore.open(settings, embed_model=None)
-    with pytest.raises(CorpusError, match="file_id 'pets'"):
-        IndexBuilder(store, settings).build([pets_api(), pets_api("2")], progress=False)
-    twice = pets_api()
+    twice = users_api()
     twice.chunks.append(twice.chunks[0])
-    with pytest.raises(ValueError, match="duplicate chunk ids"):
-        IndexBuilder(store, settings).build([twice], progress=False)
-    assert load_manifest(settings.data_dir) is None
+    report = IndexBuilder(store, settings).build([pets_api(), pets_api("2"), twice, weather_api()], progress=False)
+    assert report.apis_added == ["pets", "weather"]
+    assert "not indexed: pets" in caplog.text and "same file_id" in caplog.text
+    assert "not indexed: users" in caplog.text and "duplicate chunk ids" in caplog.text
+    assert set(load_manifest(settings.data_dir).apis) == {"pets", "weather"}
+    assert store.lexical_search("forecast", None, None, 1)[0].node.node_id == "weather:paths/~1forecast/get"
+    store.close()
 
 
 def test_local_vectors_stay_aligned_after_updates(settings, embed_model):

@@ -80,3 +80,42 @@ def test_parse_operation_id_with_colon_in_path():
 ])
 def test_parse_operation_id_none_for_non_operations(cid):
     assert ids.parse_operation_id(cid) is None
+
+
+@pytest.mark.parametrize("token, escaped", [
+    ("Big:part2", "Big~3Apart2"),
+    ("Big:errors", "Big~3Aerrors"),
+    ("a:part2:part3", "a:part2~3Apart3"),  # only the tail could pass for a suffix
+    ("Big:part", "Big:part"),
+    ("Big:partial", "Big:partial"),
+    ("/v1/{name}:cancel", "~1v1~1{name}:cancel"),
+    ("x~3A:errors", "x~03A~3Aerrors"),  # a literal "~3A" stays distinguishable
+])
+def test_id_tokens_never_end_like_a_suffix(token, escaped):
+    assert ids.escape_id_token(token) == escaped
+    assert ids.unescape_id_token(escaped) == token
+
+
+def test_component_named_like_a_part_is_no_part():
+    own = ids.make_chunk_id("api", ["components", "schemas", "Big:part2"])
+    part = ids.part_chunk_id(ids.make_chunk_id("api", ["components", "schemas", "Big"]), 2)
+    assert own == "api:components/schemas/Big~3Apart2" and part == "api:components/schemas/Big:part2"
+    assert ids.base_chunk_id(own) == own and ids.base_chunk_id(part) == "api:components/schemas/Big"
+    errors_named = ids.make_chunk_id("api", ["paths", "/x", "get:errors"])
+    assert errors_named != ids.errors_chunk_id(ids.operation_chunk_id("api", "/x", "get"))
+
+
+def test_operation_path_ending_like_a_suffix_round_trips():
+    op = ids.operation_chunk_id("g", "/v1/x:errors", "get")
+    assert op == "g:paths/~1v1~1x~3Aerrors/get"
+    assert ids.parse_operation_id(op) == ("g", "/v1/x:errors", "GET")
+
+
+def test_webhook_ids():
+    hook = ids.webhook_chunk_id("shop", "order/created", "POST")
+    assert hook == "shop:webhooks/order~1created/post"
+    assert ids.parse_webhook_id(hook) == ("shop", "order/created", "POST")
+    assert ids.parse_webhook_id(ids.errors_chunk_id(hook)) == ("shop", "order/created", "POST")
+    assert ids.parse_webhook_id(ids.part_chunk_id(hook, 2)) == ("shop", "order/created", "POST")
+    assert ids.parse_operation_id(hook) is None
+    assert ids.parse_webhook_id(ids.operation_chunk_id("shop", "/orders", "get")) is None

@@ -1,0 +1,52 @@
+"""Worker processes with a time limit per job.
+
+A spec can hang its reader in C code (libyaml, a regex, a blocking read) where no signal
+handler runs, so the limit is enforced from outside: pebble's pool terminates (then kills) a
+worker whose job outlived it and starts a new one, and only that job fails. A worker that dies
+(out of memory, a crash in a parser) fails only its own job too, unlike a
+``ProcessPoolExecutor``, whose whole pool breaks.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Callable, Iterator, TypeVar
+
+from pebble import ProcessExpired, ProcessPool
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+class JobFailed(Exception):
+    """A job that gave no result; the message is the one-line reason."""
+
+
+def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float) -> Iterator[tuple[J, R | JobFailed]]:
+    """Yield (job, result or JobFailed) in job order; ``fn`` must catch its own errors."""
+    if not jobs:
+        return
+    pool = ProcessPool(max_workers=max(1, min(workers, len(jobs))))
+    finished = False
+    try:
+        futures = [pool.schedule(fn, args=(job,), timeout=timeout_s) for job in jobs]
+        for job, future in zip(jobs, futures):
+            yield job, _outcome(future, timeout_s)
+        finished = True
+    finally:
+        if finished:
+            pool.close()
+        else:  # the caller stopped early (or was interrupted): drop what is still queued
+            pool.stop()
+        pool.join()
+
+
+def _outcome(future, timeout_s: float):
+    try:
+        return future.result()
+    except FutureTimeout:
+        return JobFailed(f"timed out after {timeout_s:g} s (SPECRAG_SPEC_TIMEOUT_S)")
+    except ProcessExpired as exc:
+        return JobFailed(f"worker process died (exit code {exc.exitcode}): out of memory or a crash while reading")
+    except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+        return JobFailed(f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:160]}")

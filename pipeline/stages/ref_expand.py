@@ -13,7 +13,11 @@ The rules, chosen to keep the output deterministic and the best hit complete:
   candidate inherits the *root*: the primary it descends from.
 - Admission is by (root rank, depth, discovery order): the top hit's whole closure (within
   ``max_depth``) comes before the second hit's references, so a budget never starves the best
-  answer of its deep dependencies (User -> Address -> Country).
+  answer of its deep dependencies (User -> Address -> Country). The top hit's closure is bound
+  by tokens only, not by chunk slots: an operation that needs 18 small schemas gets them all.
+- References are shown compact (``compact_references``): a component's property names and types,
+  one line each, without examples (see ``pipeline.specs.compact``); primaries keep their full text.
+  A compact component's ``:partN`` chunks are not followed: the compact text covers it whole.
 - Parts of split chunks (``:partN``, the rest of a chunk's own text) come after every root's
   dependencies: a second hit's schemas matter more than the tail of the first hit's text.
 - A chunk is admitted only if its referrer was: a child of a cut chunk is cut with the same
@@ -82,6 +86,7 @@ class ReferenceExpander(BaseNodePostprocessor):
     token_limit: int = Field(4000, ge=0, description="token budget for the whole context (primaries always kept)")
     timeout_ms: int = Field(5000, gt=0, description="wall time for the walk; partial context after it")
     prioritize_primary: bool = Field(True, description="reserve at least 40% of the chunk slots for references")
+    compact_references: bool = Field(True, description="references in their compact form (names and types)")
 
     def __init__(self, lookup: ChunkLookup, **kwargs: Any) -> None:
         if not isinstance(lookup, ChunkLookup):
@@ -96,7 +101,8 @@ class ReferenceExpander(BaseNodePostprocessor):
     def from_settings(cls, lookup: ChunkLookup, settings: Settings) -> "ReferenceExpander":
         return cls(lookup=lookup, max_depth=settings.max_depth, max_total_chunks=settings.max_total_chunks,
                    token_limit=settings.context_token_limit, timeout_ms=settings.timeout_ms,
-                   prioritize_primary=settings.prioritize_primary)
+                   prioritize_primary=settings.prioritize_primary,
+                   compact_references=settings.compact_references)
 
     def expand(self, primary: list[NodeWithScore]) -> ReferenceExpansion:
         """Primary chunks plus their references, with every limit hit recorded."""
@@ -147,7 +153,7 @@ class ReferenceExpander(BaseNodePostprocessor):
                     continue
                 roots[cand.id] = roots[cand.referenced_from]
                 fetched.append((cand, chunk))
-                parents.append(_as_parent(cand.id, chunk))
+                parents.append(_as_parent(cand.id, chunk, self.compact_references))
             level = _candidates(parents, visited, level[0].depth + 1)
         return fetched
 
@@ -159,10 +165,12 @@ class ReferenceExpander(BaseNodePostprocessor):
         cut_reason: dict[str, str] = {}
         used = 0
         for cand, chunk in sorted(fetched, key=lambda fc: (_is_part(fc[0].id), roots[fc[0].id], fc[0].depth)):
-            n_tokens = chunk.n_tokens if chunk.n_tokens > 0 else count_tokens(chunk.text)
+            compact = bool(chunk.compact_text) and self.compact_references
+            text = chunk.compact_text if compact else chunk.text
+            n_tokens = (chunk.compact_tokens if compact else chunk.n_tokens) or count_tokens(text)
             reason = cut_reason.get(cand.referenced_from)  # never a child without its parent
-            if reason is None and len(result.referenced) >= slots:
-                reason = "max_chunks"
+            if reason is None and len(result.referenced) >= slots and (roots[cand.id] > 0 or _is_part(cand.id)):
+                reason = "max_chunks"  # the best hit's closure is bound by tokens only
             if reason is None and used + n_tokens > budget:
                 reason = "token_limit"
             if reason is not None or cand.referenced_from not in admitted:
@@ -170,9 +178,10 @@ class ReferenceExpander(BaseNodePostprocessor):
                 cut_reason[cand.id] = reason
                 result.cut([cand], reason)
                 continue
-            result.referenced.append(ContextChunk(id=cand.id, text=chunk.text, metadata=chunk.metadata(),
-                                                  n_tokens=n_tokens, depth=cand.depth,
-                                                  referenced_from=cand.referenced_from))
+            metadata = {k: v for k, v in chunk.metadata().items() if k != "compact_text"}
+            result.referenced.append(ContextChunk(id=cand.id, text=text, metadata=metadata, n_tokens=n_tokens,
+                                                  depth=cand.depth, referenced_from=cand.referenced_from,
+                                                  compact=compact))
             admitted.add(cand.id)
             used += n_tokens
         result.total_tokens += used
@@ -234,8 +243,11 @@ def _is_part(chunk_id: str) -> bool:
     return base_chunk_id(chunk_id) != chunk_id
 
 
-def _as_parent(chunk_id: str, chunk: Chunk) -> ContextChunk:
-    return ContextChunk(id=chunk_id, text="", metadata={"ref_ids": json.dumps(chunk.ref_ids)})
+def _as_parent(chunk_id: str, chunk: Chunk, compact: bool) -> ContextChunk:
+    """A fetched chunk as the next level's referrer; a compact one's own parts are not followed
+    (its compact text already names every property of the whole component)."""
+    refs = {r: locs for r, locs in chunk.ref_ids.items() if not (compact and chunk.compact_text and _is_part(r))}
+    return ContextChunk(id=chunk_id, text="", metadata={"ref_ids": json.dumps(refs)})
 
 
 def _fetch(lookup: ChunkLookup, ids: list[str], deadline: float) -> dict[str, Chunk] | None:

@@ -18,6 +18,7 @@ class ContextChunk(BaseModel):
     score: float | None = Field(None, description="fused retrieval score (primary chunks)")
     depth: int = Field(0, description="0 for primary chunks, else the ref hops from the nearest primary")
     referenced_from: str | None = Field(None, description="the chunk whose ref_ids brought this one in")
+    compact: bool = Field(False, description="shown in compact form: names and types, no examples or long prose")
 
 
 class Fallback(BaseModel):

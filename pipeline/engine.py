@@ -138,12 +138,16 @@ class ApiQueryEngine(CustomQueryEngine):
         dispatcher.event(StageEndEvent(stage=stage or getattr(result, "stage", ""), result=result))
         return result
 
-    def _given(self, apis: list[str]) -> ApiSelection:
+    def check_apis(self, apis: list[str]) -> None:
+        """QueryError naming every id in ``apis`` that is not in the index, with close matches."""
         unknown = [a for a in apis if a not in self.known_apis]
         if unknown:
             hints = {a: difflib.get_close_matches(a, self.known_apis, n=3) for a in unknown}
             raise QueryError("unknown API id(s): " + "; ".join(
                 f"{a!r}" + (f" (did you mean {', '.join(h)}?)" if h else "") for a, h in hints.items()))
+
+    def _given(self, apis: list[str]) -> ApiSelection:
+        self.check_apis(apis)
         return self._done(ApiSelection(mode=StageMode.GIVEN, selected_apis=list(dict.fromkeys(apis)),
                                        reasoning="given by the caller"))
 

@@ -99,6 +99,14 @@ class Settings(BaseSettings):
     selection_prompt_token_budget: int = Field(6000, validation_alias=_env("SPECRAG_SELECTION_PROMPT_TOKENS"))
     expansion_prompt_token_budget: int = Field(6000, validation_alias=_env("SPECRAG_EXPANSION_PROMPT_TOKENS"))
 
+    # serving (specrag serve / specrag mcp)
+    serve_host: str = Field("127.0.0.1", validation_alias=_env("SPECRAG_HOST"),
+                            description="address the HTTP service and the MCP streamable-http transport bind to")
+    serve_port: int = Field(8080, ge=0, le=65535, validation_alias=_env("SPECRAG_PORT"))
+    otel_exporter: str = Field("none", pattern="^(none|console|otlp)$", validation_alias=_env("SPECRAG_OTEL_EXPORTER"),
+                               description="export each request's span tree: none, console, or otlp "
+                                           "(OTEL_EXPORTER_OTLP_ENDPOINT; needs the otel extra)")
+
     @property
     def catalogs_path(self) -> Path:
         """Catalogs live with the index they describe unless placed elsewhere."""

@@ -35,3 +35,11 @@ def _encoding():
 def count_tokens(text: str) -> int:
     """cl100k tokens of ``text`` (special-token strings count as text, never raise)."""
     return len(_encoding().encode(text or "", disallowed_special=()))
+
+
+def truncate_tokens(text: str, limit: int | None) -> tuple[str, int, bool]:
+    """(text cut to at most ``limit`` cl100k tokens, its token count, whether it was cut)."""
+    tokens = _encoding().encode(text or "", disallowed_special=())
+    if limit is None or len(tokens) <= limit:
+        return text, len(tokens), False
+    return _encoding().decode(tokens[:limit]), limit, True

@@ -3,6 +3,7 @@ real ONNX model from ../shared/models when present, lexical-only otherwise)."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,17 @@ def demo_settings(data_dir: Path):
 def anyio_backend():
     """Async tests (``@pytest.mark.anyio``) run on asyncio, the loop servers use."""
     return "asyncio"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """After an async test, collect its garbage while no loop runs: the OpenAI SDK closes a dropped
+    async client by scheduling the close on whatever loop is running, which would be the next
+    test's, with the transport of this test's closed loop (an 'Event loop is closed' error there)."""
+    result = yield
+    if item.get_closest_marker("anyio"):
+        gc.collect()
+    return result
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import argparse
 import logging
 import sys
 
-from pipeline.cli import evaluate, ingest, query
+from pipeline.cli import evaluate, ingest, query, serve
 from pipeline.cli.common import add_common, build_settings
 from pipeline.errors import SpecragError
 
@@ -19,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
 
     root = argparse.ArgumentParser(prog="specrag", description=__doc__.splitlines()[0])
     sub = root.add_subparsers(dest="command", required=True)
-    for module in (ingest, query, evaluate):
+    for module in (ingest, query, evaluate, serve):
         module.add_parsers(sub)
     add_bench_parser(sub, add_common)
     return root

@@ -94,6 +94,16 @@ def _openai_model(model: str, settings: Settings) -> BaseEmbedding:
                            embed_batch_size=EMBED_BATCH_SIZE)
 
 
+def embed_queries(model: BaseEmbedding, queries: list[str]) -> list[list[float]]:
+    """Query embeddings of ``queries`` in one model call where the model takes a batch (fastembed
+    does: ~5x cheaper per query for a batch of ten short queries), else one call each."""
+    from llama_index.embeddings.fastembed import FastEmbedEmbedding
+
+    if isinstance(model, FastEmbedEmbedding) and len(queries) > 1:
+        return [vector.tolist() for vector in model._model.query_embed(queries)]
+    return [model.get_query_embedding(q) for q in queries]
+
+
 def embed_model_id(model: BaseEmbedding | None) -> str:
     """Identity recorded in the manifest: a different identity means every vector is rebuilt."""
     if model is None:

@@ -26,10 +26,13 @@ from llama_index.retrievers.bm25 import BM25Retriever
 from pydantic import BaseModel, Field
 
 from pipeline.analysis import index_tokens, query_terms, stemmer
+from pipeline.index.batching import BatchCoalescer
 from pipeline.nodes import chunk_to_node
+from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import Chunk
 
 DOCS_NAME, VECTORS_NAME = "docs.json", "vectors.npy"
+FULL_PRODUCT_SHARE = 0.25  # a query over at least this share of the rows scores every row (batched)
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 
 
@@ -50,6 +53,10 @@ class LexicalIndex:
         self.docs = docs
         self.vectors = vectors
         self._types = np.array(docs.types)
+        self._methods: np.ndarray | None = None
+        self._every_row = np.arange(len(docs.ids))
+        self._rows_cache: dict[tuple, np.ndarray] = {}  # every API's rows, by (types, methods)
+        self._product = BatchCoalescer(self._products)  # concurrent queries share one pass over the matrix
         self._position = {chunk_id: i for i, chunk_id in enumerate(docs.ids)}
         self._file_of = [""] * len(docs.ids)
         for file_id, (start, end) in docs.ranges.items():
@@ -96,9 +103,9 @@ class LexicalIndex:
         return cls(retriever, docs, vectors)
 
     def search(self, query: str, file_ids: set[str], types: list[str] | None, top_k: int,
-               hydrate: bool = True) -> list[NodeWithScore]:
-        """Top ``top_k`` documents of ``file_ids`` (and ``types``) by BM25; no zero-score hits."""
-        rows = self._rows(file_ids, types)
+               hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+        """Top ``top_k`` documents of ``file_ids`` (and ``types``, ``methods``) by BM25; no zero-score hits."""
+        rows = self._rows(file_ids, types, methods)
         if rows is None or top_k <= 0:
             return []
         query_tokens = query_terms(query)  # the question analyser (pipeline.analysis)
@@ -111,14 +118,31 @@ class LexicalIndex:
         return self._top(np.arange(len(scores)), scores, top_k, lambda s: s, hydrate=hydrate)
 
     def vector_search(self, embedding: list[float], file_ids: set[str], types: list[str] | None,
-                      top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
-        """Exact cosine search over the rows of ``file_ids``; scores as ChromaVectorStore gives them."""
-        rows = self._rows(file_ids, types)
+                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+        """Exact cosine search over the rows of ``file_ids``; scores as ChromaVectorStore gives them
+        (``exp(cosine - 1)``, see :func:`cosine_of`)."""
+        rows = self._rows(file_ids, types, methods)
         if rows is None or self.vectors is None or top_k <= 0:
             return []
         query = _unit_rows(np.asarray(embedding, dtype=np.float32)[None, :])[0]
-        sims = self.vectors @ query if len(rows) == len(self.docs.ids) else self.vectors[rows] @ query
+        if len(rows) >= FULL_PRODUCT_SHARE * len(self.docs.ids):  # most rows: score them all, batched
+            sims = self._product(query)
+            sims = sims if len(rows) == len(sims) else sims[rows]
+        else:
+            sims = self.vectors[rows] @ query
         return self._top(rows, sims, top_k, lambda s: math.exp(s - 1.0), keep_all=True, hydrate=hydrate)
+
+    def _products(self, queries: list[np.ndarray]) -> list[np.ndarray]:
+        """Cosines of each query with every row: one matrix product for the batch (the matrix is
+        read once per batch, not once per query)."""
+        return list(np.stack(queries) @ self.vectors.T)
+
+    @property
+    def methods(self) -> np.ndarray:
+        """HTTP method of each document ('' for components): parsed from the ids once, on first use."""
+        if self._methods is None:
+            self._methods = np.array([(parse_operation_id(i) or ("", "", ""))[2] for i in self.docs.ids])
+        return self._methods
 
     def rows_vectors(self, file_id: str) -> np.ndarray | None:
         start, end = self.docs.ranges.get(file_id, (0, 0))
@@ -141,13 +165,25 @@ class LexicalIndex:
         return TextNode(id_=self.docs.ids[position], text="",
                         metadata={"source_file": self._file_of[position], "type": str(self._types[position]), STUB: True})
 
-    def _rows(self, file_ids: set[str], types: list[str] | None) -> np.ndarray | None:
-        """Document positions of ``file_ids`` restricted to ``types``; None when there are none."""
+    def _rows(self, file_ids: set[str], types: list[str] | None, methods: list[str] | None = None) -> np.ndarray | None:
+        """Document positions of ``file_ids`` restricted to ``types`` and ``methods``; None when there are none."""
+        if len(file_ids) >= len(self.docs.ranges) and all(f in file_ids for f in self.docs.ranges):
+            key = (tuple(sorted(types)) if types is not None else None,
+                   tuple(sorted(methods)) if methods is not None else None)
+            if (rows := self._rows_cache.get(key)) is None:
+                rows = self._rows_cache[key] = self._narrow(self._every_row, types, methods)
+            return rows if rows.size else None
         spans = [self.docs.ranges[f] for f in sorted(file_ids) if f in self.docs.ranges]
         rows = np.concatenate([np.arange(s, e) for s, e in spans]) if spans else np.empty(0, dtype=np.int64)
+        rows = self._narrow(rows, types, methods)
+        return rows if rows.size else None
+
+    def _narrow(self, rows: np.ndarray, types: list[str] | None, methods: list[str] | None) -> np.ndarray:
         if types is not None:
             rows = rows[np.isin(self._types[rows], list(types))]
-        return rows if rows.size else None
+        if methods is not None:
+            rows = rows[np.isin(self.methods[rows], [m.upper() for m in methods])]
+        return rows
 
     def _top(self, rows: np.ndarray, scores: np.ndarray, k: int, scale, keep_all: bool = False,
              hydrate: bool = True) -> list[NodeWithScore]:
@@ -157,6 +193,11 @@ class LexicalIndex:
         make = self._node if hydrate else self._stub
         return [NodeWithScore(node=make(int(rows[i])), score=float(scale(scores[i])))
                 for i in best if keep_all or scores[i] > 0]
+
+
+def cosine_of(score: float) -> float:
+    """The cosine similarity behind a vector hit's score (the inverse of ``exp(cosine - 1)``)."""
+    return 1.0 + math.log(score) if score > 0 else -1.0
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:

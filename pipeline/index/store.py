@@ -21,7 +21,8 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from pipeline.index.embeddings import build_embed_model, embed_model_id
+from pipeline.index.batching import BatchCoalescer
+from pipeline.index.embeddings import build_embed_model, embed_model_id, embed_queries
 from pipeline.index.lexical import STUB, LexicalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
 from pipeline.nodes import node_to_chunk
@@ -51,6 +52,9 @@ class ChunkStore:
         self._client = None
         self._vectors: ChromaVectorStore | None = None
         self._embedding_cache: dict[str, list[float]] = {}
+        self._embed = BatchCoalescer(self._embed_batch)  # concurrent queries share one model call
+        self._ids_cache: tuple | None = None  # (manifest, local, writes, complete ids, local ids)
+        self._manifest_writes = 0
 
     @classmethod
     def open(cls, settings: Settings, embed_model: BaseEmbedding | None | str = "auto") -> "ChunkStore":
@@ -82,24 +86,42 @@ class ChunkStore:
 
     def complete_api_ids(self) -> set[str]:
         """APIs safe to serve: complete in the manifest (and, lexical-only, in the local index)."""
-        if self.search_mode == HYBRID:
-            return self.manifest.complete_ids() if self.manifest else set()
-        return self._local_ids()
+        return set(self._complete_ids())
+
+    def _complete_ids(self) -> frozenset[str]:
+        return self._ids()[0] if self.search_mode == HYBRID else self._ids()[1]
+
+    def _ids(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(complete APIs, complete APIs the local index holds in their current version); computed
+        once per manifest write or local index swap, not per query (640 APIs: ~5 ms)."""
+        cached = self._ids_cache
+        if cached is None or cached[0] is not self.manifest or cached[1] is not self.local \
+                or cached[2] != self._manifest_writes:
+            complete = self.manifest.complete_ids() if self.manifest else set()
+            local = set()
+            if self.manifest is not None and self.local is not None:
+                hashes = self.local.api_hashes
+                local = {f for f in complete if hashes.get(f) == self.manifest.apis[f].content_hash}
+            cached = (self.manifest, self.local, self._manifest_writes, frozenset(complete), frozenset(local))
+            self._ids_cache = cached
+        return cached[3], cached[4]
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                      top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
-        if self.search_mode != HYBRID or top_k <= 0 or types == []:
+                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+        if self.search_mode != HYBRID or top_k <= 0 or types == [] or methods == []:
             return []
         allowed = self._allowed(file_ids)
         if not allowed:
             return []
         embedding = self._query_embedding(query)
         local = allowed & self._local_ids() if self.local is not None and self.local.vectors is not None else set()
-        hits = self.local.vector_search(embedding, local, types, top_k, hydrate=hydrate) if local else []
+        hits = self.local.vector_search(embedding, local, types, top_k, hydrate=hydrate, methods=methods) if local else []
         if rest := allowed - local:  # not in the local index in this version: ask Chroma (slower)
             filters = [MetadataFilter(key="source_file", value=sorted(rest), operator=FilterOperator.IN)]
             if types is not None:
                 filters.append(MetadataFilter(key="type", value=list(types), operator=FilterOperator.IN))
+            if methods is not None:
+                filters.append(MetadataFilter(key="method", value=list(methods), operator=FilterOperator.IN))
             found = self.vectors.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=top_k,
                                                         filters=MetadataFilters(filters=filters)))
             hits += [NodeWithScore(node=n, score=s) for n, s in zip(found.nodes or [], found.similarities or [])]
@@ -113,17 +135,20 @@ class ChunkStore:
         """Stage 1's fleet-wide evidence and stage 3 embed the same words: embed them once."""
         cached = self._embedding_cache.get(query)
         if cached is None:
-            cached = self.embed_model.get_query_embedding(query)
+            cached = self._embed(query)
             if len(self._embedding_cache) >= QUERY_EMBEDDING_CACHE:
                 self._embedding_cache.pop(next(iter(self._embedding_cache)))
             self._embedding_cache[query] = cached
         return cached
 
+    def _embed_batch(self, queries: list[str]) -> list[list[float]]:
+        return embed_queries(self.embed_model, queries)
+
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                       top_k: int, hydrate: bool = True) -> list[NodeWithScore]:
+                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
         """``hydrate=False`` returns stub nodes (id, source_file, type): enough to rank and fuse."""
         allowed = self._allowed(file_ids) & self._local_ids()
-        return self.local.search(query, allowed, types, top_k, hydrate=hydrate) if allowed else []
+        return self.local.search(query, allowed, types, top_k, hydrate=hydrate, methods=methods) if allowed else []
 
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
@@ -141,7 +166,7 @@ class ChunkStore:
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         """At most one batched Chroma get; ids that are missing (or of an API not complete) are absent."""
-        complete, local = self.complete_api_ids(), self._local_ids()
+        complete, local = self._complete_ids(), self._local_ids()
         wanted = [cid for cid in dict.fromkeys(ids) if _file_id(cid) in complete]
         nodes = self.local.get_nodes([c for c in wanted if _file_id(c) in local]) if self.local else {}
         if self.search_mode == HYBRID and (rest := [c for c in wanted if _file_id(c) not in local]):
@@ -149,7 +174,7 @@ class ChunkStore:
         return {cid: node_to_chunk(n) for cid, n in nodes.items() if isinstance(n, TextNode)}
 
     def api_chunk_ids(self, file_id: str) -> list[str]:
-        if file_id not in self.complete_api_ids():
+        if file_id not in self._complete_ids():
             return []
         if file_id in self._local_ids():
             return self.local.chunk_ids(file_id)
@@ -160,16 +185,13 @@ class ChunkStore:
             self._client.close()
         self._client, self._vectors, self.local = None, None, None
 
-    def _allowed(self, file_ids: list[str] | None) -> set[str]:
-        complete = self.complete_api_ids()
-        return complete if file_ids is None else complete & set(file_ids)
+    def _allowed(self, file_ids: list[str] | None) -> frozenset[str]:
+        complete = self._complete_ids()
+        return complete if file_ids is None else complete & frozenset(file_ids)
 
-    def _local_ids(self) -> set[str]:
+    def _local_ids(self) -> frozenset[str]:
         """Complete APIs that the local index holds in their current version."""
-        if self.manifest is None or self.local is None:
-            return set()
-        hashes = self.local.api_hashes
-        return {f for f in self.manifest.complete_ids() if hashes.get(f) == self.manifest.apis[f].content_hash}
+        return self._ids()[1]
 
     # ---- write helpers for IndexBuilder ---------------------------------------------------
 
@@ -209,6 +231,7 @@ class ChunkStore:
     def write_manifest(self, manifest: Manifest) -> None:
         save_manifest(self.data_dir, manifest)
         self.manifest = manifest
+        self._manifest_writes += 1
 
 
 def _file_id(chunk_id: str) -> str:

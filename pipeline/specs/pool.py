@@ -5,10 +5,16 @@ handler runs, so the limit is enforced from outside: pebble's pool terminates (t
 worker whose job outlived it and starts a new one, and only that job fails. A worker that dies
 (out of memory, a crash in a parser) fails only its own job too, unlike a
 ``ProcessPoolExecutor``, whose whole pool breaks.
+
+Workers are forked (a job sees the parent's modules as they are) and freeze the garbage
+collector's view of what they inherit first: a collection in the child would otherwise walk, and
+finalize, the parent's objects, some of which (gRPC channels, open clients) crash when finalized
+in a forked process.
 """
 
 from __future__ import annotations
 
+import gc
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable, Iterator, TypeVar
 
@@ -26,7 +32,7 @@ def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float
     """Yield (job, result or JobFailed) in job order; ``fn`` must catch its own errors."""
     if not jobs:
         return
-    pool = ProcessPool(max_workers=max(1, min(workers, len(jobs))))
+    pool = ProcessPool(max_workers=max(1, min(workers, len(jobs))), initializer=gc.freeze)
     finished = False
     try:
         futures = [pool.schedule(fn, args=(job,), timeout=timeout_s) for job in jobs]

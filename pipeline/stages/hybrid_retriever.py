@@ -6,6 +6,8 @@ The per-query filters travel in the query bundle (:class:`SpecQuery`): ``file_id
 the whole index (``fleet_weight``), so preferred APIs rank first but a strong hit elsewhere still
 gets in. The vector side embeds ``embedding_strs`` (the user's words); BM25 reads ``query_str``
 (the expanded query). A plain ``QueryBundle`` searches the whole index with the defaults.
+``SpecQuery.mode`` picks one side (keyword: BM25 only, vector: vectors only); a single side
+keeps its own scores (BM25, or the vector similarity), both sides are fused.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Protocol
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from pipeline.api_models import SearchMode
 from pipeline.fusion import DEFAULT_K, weighted_rrf
 from pipeline.settings import Settings
 from pipeline.specs.ids import base_chunk_id
@@ -26,9 +29,9 @@ class SearchIndex(Protocol):
     search_mode: str
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
-                      hydrate: bool = True) -> list[NodeWithScore]: ...
+                      hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]: ...
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
-                       hydrate: bool = True) -> list[NodeWithScore]: ...
+                       hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]: ...
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]: ...
 
 
@@ -120,17 +123,24 @@ class HybridRetriever(BaseRetriever):
 
     def _hybrid(self, query: SpecQuery, lexical_query: str, file_ids: list[str] | None,
                 depth: int) -> list[NodeWithScore]:
-        """One scope's vector and BM25 rankings (parts collapsed), fused by weighted RRF."""
-        vector_hits = (self.index.vector_search(query.question, file_ids, query.types, depth, hydrate=False)
-                       if self.index.search_mode == "hybrid" else [])
-        lexical_hits = self.index.lexical_search(lexical_query, file_ids, query.types, depth, hydrate=False)
+        """One scope's vector and BM25 rankings (parts collapsed), fused by weighted RRF; a single
+        side (``SpecQuery.mode`` keyword or vector) keeps its own order and scores."""
+        filters = dict(file_ids=file_ids, types=query.types, top_k=depth, hydrate=False, methods=query.methods)
+        sides = []
+        if query.mode != SearchMode.KEYWORD and self.index.search_mode == "hybrid":
+            sides.append((collapse_parts(self.index.vector_search(query.question, **filters)), self.weights[0]))
+        if query.mode != SearchMode.VECTOR:
+            sides.append((collapse_parts(self.index.lexical_search(lexical_query, **filters)), self.weights[1]))
+        if query.mode in (SearchMode.KEYWORD, SearchMode.VECTOR):
+            return sides[0][0] if sides else []
+        return self._fuse(sides)
+
+    def _fuse(self, sides: list[tuple[list[NodeWithScore], float]]) -> list[NodeWithScore]:
         first: dict[str, NodeWithScore] = {}
-        rankings = []
-        for hits, weight in ((collapse_parts(vector_hits), self.weights[0]),
-                             (collapse_parts(lexical_hits), self.weights[1])):
+        for hits, _ in sides:
             for hit in hits:
                 first.setdefault(hit.node.node_id, hit)
-            rankings.append(([hit.node.node_id for hit in hits], weight))
+        rankings = [([hit.node.node_id for hit in hits], weight) for hits, weight in sides]
         return [NodeWithScore(node=first[i].node, score=score) for i, score in weighted_rrf(rankings, self.rrf_k)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -12,6 +12,8 @@ from typing import Optional
 
 from llama_index.core.schema import QueryBundle
 
+from pipeline.api_models import SearchMode
+
 
 @dataclass
 class SpecQuery(QueryBundle):
@@ -20,8 +22,10 @@ class SpecQuery(QueryBundle):
     file_ids: Optional[list[str]] = None  # None: every API; []: none (nothing comes back)
     prefer_file_ids: Optional[list[str]] = None  # soft: these APIs first, fused with the whole index
     types: Optional[list[str]] = None  # chunk types: endpoint, component, errors; None: all
+    methods: Optional[list[str]] = None  # HTTP methods (GET, POST...) of operation/errors chunks; None: all chunks
     top_k: Optional[int] = None  # None: the retriever's default
     hydrate: bool = True  # False: id/API/type stubs, enough to rank (cheap)
+    mode: Optional[SearchMode] = None  # keyword (BM25), vector, or None/hybrid (both, fused)
 
     @property
     def question(self) -> str:

@@ -110,6 +110,6 @@ async def test_concurrent_aquery_never_blocks_the_event_loop(demo_engine):
     await tick
     for q, response in zip(queries, responses):
         assert _signature(response.metadata["knowledge_context"]) == serial[q]
-    assert len(gaps) > 20, "the ticker must have run while the queries did"
+    assert len(gaps) > 10, "the ticker must have run while the queries did"
     print(f"longest gap between ticks: {max(gaps) * 1000:.1f} ms over {len(gaps)} ticks")
     assert max(gaps) < 0.100, f"the event loop was blocked for {max(gaps) * 1000:.0f} ms"

@@ -7,8 +7,8 @@ import pipeline.index as index
 
 def test_exported_members():
     assert set(index.__all__) == {name for name in dir(index) if not name.startswith("_")} - {
-        "builder", "embeddings", "lexical", "manifest", "store"}
+        "batching", "builder", "embeddings", "lexical", "manifest", "store"}
     params = list(inspect.signature(index.ChunkStore.vector_search).parameters)
-    assert params == ["self", "query", "file_ids", "types", "top_k", "hydrate"]
+    assert params == ["self", "query", "file_ids", "types", "top_k", "hydrate", "methods"]
     assert callable(index.ChunkStore.hydrate)
     assert list(inspect.signature(index.IndexBuilder.build).parameters) == ["self", "apis", "progress"]

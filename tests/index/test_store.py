@@ -49,6 +49,16 @@ def test_type_filter(store):
     assert store.vector_search("user", ["unknown-api"], None, 5) == []
 
 
+def test_method_filter(store):
+    for search in (store.vector_search, store.lexical_search):
+        hits = search("create a user", None, None, 20, methods=["post"])
+        assert hits[0].node.node_id == "users:paths/~1users/post"
+        assert {h.node.metadata["method"] for h in hits} == {"POST"}
+        gets = search("user", None, None, 20, methods=["GET"])
+        assert gets and {h.node.metadata["method"] for h in gets} == {"GET"}
+        assert search("user", None, None, 20, methods=[]) == []
+
+
 def test_nodes_carry_chunk_text_and_metadata(store):
     hit = store.vector_search("Create a new user account", ["users"], ["endpoint"], 1)[0]
     original = mini_fleet()[0].chunks[1]
@@ -103,3 +113,18 @@ def test_stubs_rank_like_full_nodes_and_hydrate_to_them(store):
         assert [(h.node.node_id, h.score, h.node.text) for h in hydrated] == [
             (h.node.node_id, h.score, h.node.text) for h in full]
     assert store.hydrate(full) == full  # nothing to do for full nodes
+
+
+def test_concurrent_searches_share_batches_and_match_serial_ones(store):
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [f"{q} {i}" for i in range(6) for q in QUERIES]  # distinct: no embedding cache hits
+    serial = {q: [(h.node.node_id, h.score) for h in store.vector_search(q, None, None, 5)] for q in queries}
+    store._embedding_cache.clear()
+    with ThreadPoolExecutor(8) as pool:
+        parallel = list(pool.map(lambda q: [(h.node.node_id, h.score)
+                                            for h in store.vector_search(q, None, None, 5)], queries))
+    for query, hits in zip(queries, parallel):  # same ranking; scores equal up to float rounding of batched math
+        assert [i for i, _ in hits] == [i for i, _ in serial[query]]
+        assert [s for _, s in hits] == pytest.approx([s for _, s in serial[query]], abs=1e-4)
+    assert store.local._product.items >= 2 * len(queries)  # every full-index search went through the batcher

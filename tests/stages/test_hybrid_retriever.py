@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from pipeline.api_models import SearchMode
 from pipeline.stages.hybrid_retriever import HybridRetriever, collapse_parts
 from pipeline.stages.query import SpecQuery
 
@@ -15,17 +16,17 @@ class ListIndex:
         self.vector_ids, self.lexical_ids = vector_ids, lexical_ids
         self.calls: list[tuple] = []
 
-    def _hits(self, ids):
-        return [NodeWithScore(node=TextNode(id_=i, text="", metadata={"source_file": i.split(":")[0]}), score=1.0)
+    def _hits(self, ids, score=1.0):
+        return [NodeWithScore(node=TextNode(id_=i, text="", metadata={"source_file": i.split(":")[0]}), score=score)
                 for i in ids]
 
-    def vector_search(self, query, file_ids, types, top_k, hydrate=True):
-        self.calls.append(("vector", query, file_ids, types, hydrate))
-        return self._hits(self.vector_ids)[:top_k]
+    def vector_search(self, query, file_ids, types, top_k, hydrate=True, methods=None):
+        self.calls.append(("vector", query, file_ids, types, hydrate) + ((methods,) if methods else ()))
+        return self._hits(self.vector_ids, score=0.9)[:top_k]
 
-    def lexical_search(self, query, file_ids, types, top_k, hydrate=True):
-        self.calls.append(("lexical", query, file_ids, types, hydrate))
-        return self._hits(self.lexical_ids)[:top_k]
+    def lexical_search(self, query, file_ids, types, top_k, hydrate=True, methods=None):
+        self.calls.append(("lexical", query, file_ids, types, hydrate) + ((methods,) if methods else ()))
+        return self._hits(self.lexical_ids, score=7.5)[:top_k]
 
     def hydrate(self, hits):
         self.calls.append(("hydrate", [h.node.node_id for h in hits]))
@@ -75,3 +76,23 @@ def test_filters_travel_with_the_query_not_the_retriever():
     retriever.retrieve(SpecQuery("q", file_ids=["a"], types=["errors"]))
     retriever.retrieve(SpecQuery("q"))
     assert [c[2:4] for c in index.calls if c[0] == "lexical"] == [(["a"], ["errors"]), (None, None)]
+
+
+def test_a_mode_searches_one_side_and_keeps_its_scores():
+    index = ListIndex(["a:1", "a:2"], ["a:2", "a:3"])
+    retriever = HybridRetriever(index, top_k=5)
+    keyword = retriever.retrieve(SpecQuery("q", mode=SearchMode.KEYWORD, hydrate=False))
+    assert [(h.node.node_id, h.score) for h in keyword] == [("a:2", 7.5), ("a:3", 7.5)]
+    vector = retriever.retrieve(SpecQuery("q", mode=SearchMode.VECTOR, hydrate=False))
+    assert [(h.node.node_id, h.score) for h in vector] == [("a:1", 0.9), ("a:2", 0.9)]
+    assert [c[0] for c in index.calls] == ["lexical", "vector"]
+    hybrid = retriever.retrieve(SpecQuery("q", mode=SearchMode.HYBRID, hydrate=False))
+    assert hybrid[0].node.node_id == "a:2" and hybrid[0].score < 0.1  # fused (RRF) scores
+
+
+def test_vector_mode_on_a_lexical_index_finds_nothing_and_methods_reach_both_sides():
+    assert HybridRetriever(ListIndex(["a:1"], ["a:1"], mode="lexical")).retrieve(
+        SpecQuery("q", mode=SearchMode.VECTOR)) == []
+    index = ListIndex(["a:1"], ["a:1"])
+    HybridRetriever(index).retrieve(SpecQuery("q", methods=["POST"], hydrate=False))
+    assert [c[-1] for c in index.calls] == [["POST"], ["POST"]]

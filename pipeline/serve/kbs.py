@@ -1,0 +1,167 @@
+"""Knowledge bases: the indexed corpora one server answers from, each opened once and reused.
+
+A ``kb_id`` is a corpus's index folder name under ``<data_dir>/corpora/`` (``corpus_key`` of its
+paths, e.g. ``corpus-5a5406f483``). Its alias is the part before the hash (``corpus``), usable
+whenever no other served corpus has the same alias. All knowledge bases share one embedding model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from pipeline.catalog.io import load_api_index, load_catalog
+from pipeline.catalog.models import ApiIndex, Catalog
+from pipeline.engine import ApiQueryEngine
+from pipeline.errors import IndexNotBuiltError, SpecragError
+from pipeline.settings import Settings
+from pipeline.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
+
+logger = logging.getLogger(__name__)
+API_INDEX_CACHE = 64
+
+
+class UnknownKnowledgeBase(SpecragError, LookupError):
+    """A kb_id (or API id) that no served knowledge base has."""
+
+
+class AmbiguousKnowledgeBase(SpecragError, ValueError):
+    """No kb_id given where several knowledge bases could answer."""
+
+
+class KnowledgeBaseInfo(BaseModel):
+    kb_id: str
+    alias: str
+    apis: int = Field(description="APIs complete in the index")
+    search_mode: str = Field(description="hybrid, or lexical when the index has no usable vectors")
+
+
+class KnowledgeBase:
+    """One corpus: its settings, store and engine; API indexes are read on demand (LRU)."""
+
+    def __init__(self, kb_id: str, settings: Settings, engine: ApiQueryEngine, store):
+        self.kb_id = kb_id
+        self.alias = kb_id.rsplit("-", 1)[0]
+        self.settings = settings
+        self.engine = engine
+        self.store = store
+        self.catalog: Catalog = load_catalog(settings.catalogs_path)
+        self.api_index = lru_cache(maxsize=API_INDEX_CACHE)(self._load_api_index)
+        self.operations = lru_cache(maxsize=API_INDEX_CACHE)(self._load_operations)
+
+    @classmethod
+    def open(cls, store) -> "KnowledgeBase":
+        """The knowledge base of an opened ``ChunkStore`` (its engine built here)."""
+        from pipeline.factory import build_engine
+
+        local = store.settings
+        kb = cls(local.data_dir.name, local, build_engine(local, store=store), store)
+        logger.info("knowledge base %s open: %d APIs, %s search", kb.kb_id, len(kb.api_ids), store.search_mode)
+        return kb
+
+    @property
+    def api_ids(self) -> frozenset[str]:
+        return self.engine.known_apis
+
+    def info(self) -> KnowledgeBaseInfo:
+        return KnowledgeBaseInfo(kb_id=self.kb_id, alias=self.alias, apis=len(self.api_ids),
+                                 search_mode=self.store.search_mode)
+
+    def _load_api_index(self, file_id: str) -> ApiIndex | None:
+        return load_api_index(self.settings.catalogs_path, file_id) if file_id in self.api_ids else None
+
+    def _load_operations(self, file_id: str) -> dict[str, str]:
+        """operationId -> chunk id of the API's operations (one batched read)."""
+        ids = [i for i in self.store.api_chunk_ids(file_id)
+               if base_chunk_id(i) == i and not i.endswith(ERRORS_SUFFIX) and parse_operation_id(i)]
+        return {c.operation_id: c.id for c in self.store.get_chunks(ids).values() if c.operation_id}
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class KnowledgeBases:
+    """The served knowledge bases by id and alias."""
+
+    def __init__(self, kbs: list[KnowledgeBase]):
+        self._by_id = {kb.kb_id: kb for kb in kbs}
+        aliases = [kb.alias for kb in kbs]
+        self._by_alias = {kb.alias: kb for kb in kbs if aliases.count(kb.alias) == 1}
+
+    @classmethod
+    def open(cls, settings: Settings, corpora: list[list[Path]] = (), keys: list[str] = (),
+             progress: bool = False) -> "KnowledgeBases":
+        """Index each corpus in ``corpora`` (incrementally) and open it, plus the indexed corpora
+        named in ``keys``; with neither, every corpus indexed under ``settings.data_dir``."""
+        from pipeline.index.embeddings import build_embed_model
+        from pipeline.index.store import ChunkStore
+        from pipeline.workspace import corpus_settings, update_index
+
+        if not corpora and not keys:
+            keys = sorted(p.parent.name for p in (settings.data_dir / "corpora").glob("*/manifest.json"))
+        embed_model = build_embed_model(settings)
+        stores = []
+        for paths in corpora:
+            store = ChunkStore.open(corpus_settings(settings, paths), embed_model=embed_model)
+            update_index(settings, paths, progress=progress, store=store)
+            stores.append(store)
+        stores += [ChunkStore.open(_existing(settings, key), embed_model=embed_model) for key in keys]
+        if not stores:
+            raise IndexNotBuiltError(f"no index in {settings.data_dir / 'corpora'} to serve: pass --corpus PATH")
+        return cls([KnowledgeBase.open(store) for store in stores])
+
+    def get(self, kb_id: str) -> KnowledgeBase:
+        kb = self._by_id.get(kb_id) or self._by_alias.get(kb_id)
+        if kb is None:
+            known = sorted([*self._by_id, *self._by_alias])
+            hint = difflib.get_close_matches(kb_id, known, n=3)
+            raise UnknownKnowledgeBase(f"unknown kb_id {kb_id!r}" + (f" (did you mean {', '.join(hint)}?)" if hint
+                                       else f"; served: {', '.join(sorted(self._by_id))}"))
+        return kb
+
+    def default(self, kb_id: str | None) -> KnowledgeBase:
+        """``kb_id``'s knowledge base; without one, the only one served."""
+        if kb_id:
+            return self.get(kb_id)
+        if len(self._by_id) == 1:
+            return next(iter(self._by_id.values()))
+        raise AmbiguousKnowledgeBase(f"several knowledge bases are served ({', '.join(sorted(self._by_id))}): "
+                                     "pass kb_id")
+
+    def all(self) -> list[KnowledgeBase]:
+        return list(self._by_id.values())
+
+    def with_api(self, api: str, kb_id: str | None = None) -> KnowledgeBase:
+        """The knowledge base holding API ``api`` (``kb_id`` narrows the search to one)."""
+        candidates = [self.get(kb_id)] if kb_id else self.all()
+        holding = [kb for kb in candidates if api in kb.api_ids]
+        if len(holding) == 1:
+            return holding[0]
+        if holding:
+            raise AmbiguousKnowledgeBase(f"API {api!r} is in several knowledge bases "
+                                       f"({', '.join(kb.kb_id for kb in holding)}): pass kb_id")
+        known = sorted({a for kb in candidates for a in kb.api_ids})
+        hint = difflib.get_close_matches(api, known, n=3)
+        raise UnknownKnowledgeBase(f"unknown API id {api!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
+
+    def close(self) -> None:
+        for kb in self.all():
+            kb.close()
+
+
+def _existing(settings: Settings, key: str) -> Settings:
+    """The indexed corpus named ``key``: its folder name, or its alias when only one folder has it."""
+    corpora = settings.data_dir / "corpora"
+    indexed = sorted(p.parent.name for p in corpora.glob("*/manifest.json"))
+    named = [key] if key in indexed else [k for k in indexed if k.rsplit("-", 1)[0] == key]
+    if len(named) != 1:
+        why = f"alias {key!r} names several indexes ({', '.join(named)})" if named else f"no index {key!r}"
+        raise IndexNotBuiltError(f"{why} in {corpora}: " + (f"indexed: {', '.join(indexed)}" if indexed
+                                                             else "run `specrag index PATH...`"))
+    return settings.model_copy(update={"data_dir": corpora / named[0]})
+
+

@@ -1,0 +1,160 @@
+"""``specrag mcp``: the knowledge bases as an MCP server (official ``mcp`` SDK 2.x, ``MCPServer``).
+
+Tools: search_apis -> search_operations -> get_operation / get_schema, and get_context (the
+budgeted $ref closure of the best operations in one call). Resources:
+``specrag://{api}/operations/{operation_id}`` and ``specrag://{api}/schemas/{name}``. Each tool
+call gets a request id, one JSON event line and the same Prometheus metrics as the HTTP service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Annotated, Awaitable, Callable, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import BaseModel, Field
+
+from pipeline.api_models import BasicRetrievalRequest, SearchMode
+from pipeline.errors import SpecragError
+from pipeline.serve.basic import BasicRetrieval
+from pipeline.serve.kbs import KnowledgeBases
+from pipeline.serve.logs import request_id_var
+from pipeline.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
+from pipeline.serve import lookup
+from pipeline.serve.lookup import OperationDetail, SpecElement
+from pipeline.serve.mcp_models import (ApiSearchResult, KbId, ContextChunkView, ContextResult, OperationHit,
+                                       OperationSearchResult)
+from pipeline.serve.telemetry import Outcome, Telemetry
+from pipeline.serve.tracing import install_instrumentation
+from pipeline.tokens import count_tokens
+
+T = TypeVar("T")
+INSTRUCTIONS = ("specrag answers 'how do I do X with these APIs?' over indexed OpenAPI specs. Start with get_context "
+                "for a question (the matching operation plus every schema and error response it references, within "
+                "a token budget), or search_apis -> search_operations -> get_operation / get_schema to browse. "
+                "Every result carries its token count and whether something was left out (truncated).")
+MaxTokens = Annotated[int | None, Field(ge=1, le=1_000_000, description="cut the text to this many tokens")]
+
+
+def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None,
+                      planner: tuple[Planner, type[BaseModel]] | None = None,
+                      impact: tuple[ImpactAnalysis, type[BaseModel]] | None = None) -> MCPServer:
+    """``planner`` / ``impact``: (function, result model) pairs that add the ``plan`` / ``impact`` tools."""
+    install_instrumentation()
+    telemetry = telemetry or Telemetry()
+    basic = BasicRetrieval(kbs)
+    server = MCPServer("specrag", instructions=INSTRUCTIONS)
+
+    async def tracked(tool: str, work: Callable[[Outcome], Awaitable[T]], mode: str = "none") -> T:
+        token = request_id_var.set(uuid.uuid4().hex)
+        try:
+            async with telemetry.track(f"mcp.{tool}", mode=mode, event=f"mcp.{tool}") as outcome:
+                return await work(outcome)
+        except SpecragError as exc:
+            raise ToolError(str(exc)) from exc
+        finally:
+            request_id_var.reset(token)
+
+    @server.tool()
+    async def search_apis(query: Annotated[str, Field(min_length=1, max_length=20_000)],
+                          kb_id: KbId = None) -> ApiSearchResult:
+        """The APIs most likely to answer a question (stage 1 of the pipeline: LLM or keyword ranking)."""
+        async def work(outcome: Outcome) -> ApiSearchResult:
+            kb = kbs.default(kb_id)
+            selection = await kb.engine.selector.aselect(query)
+            hits = [lookup.api_summary(kb, e) for a in selection.selected_apis if (e := kb.catalog.get(a))]
+            result = ApiSearchResult(query=query, kb_id=kb.kb_id, apis=hits, reasoning=selection.reasoning)
+            result.tokens = count_tokens(result.model_dump_json())
+            outcome.add_counts(len(hits), result.tokens)
+            return result
+        return await tracked("search_apis", work)
+
+    @server.tool()
+    async def search_operations(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
+                                apis: Annotated[list[str] | None, Field(description="only these API ids")] = None,
+                                top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+                                mode: SearchMode = SearchMode.HYBRID) -> OperationSearchResult:
+        """Operations (method, path, summary) ranked for a query, without their text: cheap to read;
+        then get_operation or get_context for the details."""
+        async def work(outcome: Outcome) -> OperationSearchResult:
+            kb = kbs.default(kb_id)
+            filters = {"type": ["endpoint"]} | ({"api": apis} if apis else {})
+            request = BasicRetrievalRequest(kb_id=kb.kb_id, query=query, top_k=top_k, mode=mode, filters=filters,
+                                            similarity_threshold=0.0)
+            response = await basic.arun(request, request_id=request_id_var.get())
+            hits = [OperationHit(chunk_id=i.chunk_id, api=i.document_id, method=i.metadata["method"],
+                                 path=i.metadata["path"], operation_id=i.metadata["operation_id"],
+                                 summary=i.metadata["summary"], score=i.score) for i in response.results]
+            result = OperationSearchResult(query=query, kb_id=kb.kb_id, operations=hits)
+            result.tokens = count_tokens(result.model_dump_json())
+            outcome.add_counts(len(hits), result.tokens)
+            return result
+        return await tracked("search_operations", work, mode=mode.value)
+
+    @server.tool()
+    async def get_context(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
+                          apis: Annotated[list[str] | None, Field(description="search only these API ids")] = None
+                          ) -> ContextResult:
+        """Everything needed to call the API for a question: the best operations and every schema,
+        parameter, error response and security scheme they reference ($ref closure), within the
+        server's token budget; references left out are listed in refs_cut with the reason."""
+        async def work(outcome: Outcome) -> ContextResult:
+            kb = kbs.default(kb_id)
+            ctx = await kb.engine.aretrieve_context(query, apis=apis)
+            stats = ctx.retrieval_stats
+            reason = "timeout" if stats.truncated else (stats.limits_hit[0] if stats.refs_cut else None)
+            result = ContextResult(
+                query=ctx.query, kb_id=kb.kb_id, selected_apis=stats.selected_apis, tokens=ctx.total_tokens,
+                truncated=stats.truncated or bool(stats.refs_cut), truncated_reason=reason,
+                chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get("source_file", "")), depth=c.depth,
+                                         referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text)
+                        for c in ctx.chunks],
+                refs_cut=stats.refs_cut, refs_missing=stats.refs_missing)
+            outcome.add_counts(len(result.chunks), result.tokens, result.truncated, reason, steps=4)
+            return result
+        return await tracked("get_context", work, mode="context")
+
+    @server.tool()
+    async def get_operation(api: str, operation: Annotated[str, Field(description="operationId or 'METHOD /path'")],
+                            kb_id: KbId = None, max_tokens: MaxTokens = None) -> OperationDetail:
+        """One operation's full definition (parameters, request body, responses) and its error responses;
+        ref_ids lists the schemas it references (get_schema reads them)."""
+        async def work(outcome: Outcome) -> OperationDetail:
+            detail = await asyncio.to_thread(lookup.get_operation, kbs.with_api(api, kb_id), api, operation, max_tokens)
+            outcome.add_counts(1, detail.tokens, detail.truncated, "max_tokens")
+            return detail
+        return await tracked("get_operation", work)
+
+    @server.tool()
+    async def get_schema(api: str, name: str, kb_id: KbId = None, max_tokens: MaxTokens = None) -> SpecElement:
+        """One schema (component) by name; ref_ids lists the schemas it references."""
+        async def work(outcome: Outcome) -> SpecElement:
+            element = await asyncio.to_thread(lookup.get_schema, kbs.with_api(api, kb_id), api, name, max_tokens)
+            outcome.add_counts(1, element.tokens, element.truncated, "max_tokens")
+            return element
+        return await tracked("get_schema", work)
+
+    @server.resource("specrag://{api}/operations/{operation_id}", mime_type="application/yaml")
+    async def operation_resource(api: str, operation_id: str) -> str:
+        """An operation's definition, by operationId."""
+        return (await _resource(lambda: lookup.get_operation(kbs.with_api(api), api, operation_id))).text
+
+    @server.resource("specrag://{api}/schemas/{name}", mime_type="application/yaml")
+    async def schema_resource(api: str, name: str) -> str:
+        """A schema's definition, by name."""
+        return (await _resource(lambda: lookup.get_schema(kbs.with_api(api), api, name))).text
+
+    if planner is not None:
+        add_plan_tool(server, kbs, tracked, *planner)
+    if impact is not None:
+        add_impact_tool(server, kbs, tracked, *impact)
+    return server
+
+
+async def _resource(read: Callable[[], T]) -> T:
+    try:
+        return await asyncio.to_thread(read)
+    except SpecragError as exc:
+        raise ResourceError(str(exc)) from exc

@@ -1,0 +1,37 @@
+"""The service's Prometheus metrics, in a registry of their own (one per app, so two apps in one
+process never share counters). Label values come from small fixed sets (endpoint, mode,
+reasoning effort, status class, stage or span name): never a tenant, a query or an id."""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+TOKEN_BUCKETS = (0, 100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 100000)
+STEP_BUCKETS = (1, 2, 3, 5, 8, 13, 20)
+RESULT_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100)
+
+
+class ServiceMetrics:
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry()
+        self.requests = Counter("specrag_requests", "Retrieval, context and plan requests by endpoint, search mode "
+                                "and outcome (ok, client_error, server_error)", ["endpoint", "mode", "status"],
+                                registry=r)
+        self.latency = Histogram("specrag_latency_seconds", "Wall time of a retrieval, context or plan request",
+                                 ["mode", "reasoning_effort"], buckets=LATENCY_BUCKETS, registry=r)
+        self.tokens_used = Histogram("specrag_tokens_used", "cl100k tokens of the results returned",
+                                     buckets=TOKEN_BUCKETS, registry=r)
+        self.steps = Histogram("specrag_steps", "Steps taken by one request", buckets=STEP_BUCKETS, registry=r)
+        self.results = Histogram("specrag_results", "Results (chunks) returned by one request",
+                                 buckets=RESULT_BUCKETS, registry=r)
+        self.truncated = Counter("specrag_truncated", "Answers cut short, by reason", ["reason"], registry=r)
+        self.stage_latency = Histogram("specrag_stage_latency_seconds", "Wall time of each stage (engine stages "
+                                       "and LlamaIndex spans, by name)", ["stage"], buckets=LATENCY_BUCKETS,
+                                       registry=r)
+        self.http_requests = Counter("specrag_http_requests", "HTTP requests by route template, method and status",
+                                     ["route", "method", "status"], registry=r)
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text format Prometheus scrapes, and its content type."""
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

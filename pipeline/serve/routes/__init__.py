@@ -1,0 +1,1 @@
+"""The service's routes, one module per group; ``pipeline.serve.app`` includes them."""

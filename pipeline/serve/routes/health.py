@@ -1,0 +1,44 @@
+"""Liveness, readiness and metrics: never behind an API key."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+from pipeline.serve.kbs import KnowledgeBaseInfo
+from pipeline.serve.routes.common import state
+
+router = APIRouter(tags=["operations"])
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    kbs: list[KnowledgeBaseInfo]
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    """The process answers."""
+    return Health(status="ok")
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+async def readyz(request: Request):
+    """Ready when every knowledge base is open and has at least one complete API."""
+    infos = [kb.info() for kb in state(request).kbs.all()]
+    ready = Readiness(status="ready" if infos and all(i.apis for i in infos) else "not_ready", kbs=infos)
+    return ready if ready.status == "ready" else JSONResponse(ready.model_dump(), status_code=503)
+
+
+@router.get("/metrics", response_class=Response,
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                             "description": "Prometheus text exposition format"}})
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics (specrag_*)."""
+    body, content_type = state(request).telemetry.metrics.exposition()
+    return Response(content=body, media_type=content_type)

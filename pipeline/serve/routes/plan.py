@@ -1,0 +1,39 @@
+"""``POST /api/v1/plan``: an ordered plan of calls for a question, from a planner (``async (kb, query)
+-> a pydantic plan``), mounted by passing ``plan_router(planner, PlanModel)`` to
+``create_app(..., extra_routers=[...])``."""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.api_models import KB_ID
+from pipeline.serve.kbs import KnowledgeBase
+from pipeline.serve.routes.common import ERRORS, state
+from pipeline.tokens import count_tokens
+
+Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
+
+
+class PlanRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=20_000, description="a task, e.g. 'who directed the top rated movie?'")
+    kb_id: str | None = Field(None, max_length=200, description=KB_ID + "; optional when one is served")
+
+
+def plan_router(planner: Planner, plan_model: type[BaseModel]) -> APIRouter:
+    router = APIRouter(tags=["plan"])
+
+    @router.post("/api/v1/plan", response_model=plan_model, responses=ERRORS)
+    async def plan(body: PlanRequest, request: Request):
+        """The calls that answer the question, in order (each with what it needs from the ones before)."""
+        app = state(request)
+        async with app.telemetry.track("plan", mode="plan", kb_id=body.kb_id) as outcome:
+            result = await planner(app.kbs.default(body.kb_id), body.query)
+            outcome.add_counts(len(getattr(result, "steps", None) or []), count_tokens(result.model_dump_json()))
+        return result
+
+    return router

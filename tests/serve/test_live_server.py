@@ -1,0 +1,80 @@
+"""The service in a real uvicorn on 127.0.0.1, and `specrag serve` as a user starts it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from .live import DEMO_SPECS, LOCAL_MODEL, ROOT, free_port, running_uvicorn
+
+
+class TestRealUvicorn:
+    @pytest.fixture(scope="class")
+    def base_url(self, demo_kbs):
+        from pipeline.serve.app import create_app
+
+        with running_uvicorn(create_app(demo_kbs)) as url:
+            yield url
+
+    def test_basic_retrieval_over_loopback(self, base_url, kb_id):
+        r = httpx.post(f"{base_url}/api/v1/retrieve/basic", json={"kb_id": kb_id, "query": "create a user"})
+        assert r.status_code == 200 and r.json()["results"][0]["chunk_id"] == "users_api:paths/~1users/post"
+        assert r.json()["request_id"] == r.headers["x-request-id"]
+
+    def test_concurrent_requests_all_answer(self, base_url, kb_id):
+        import asyncio
+
+        async def many():
+            async with httpx.AsyncClient(base_url=base_url) as client:
+                return await asyncio.gather(*(client.post("/api/v1/retrieve/basic", json={
+                    "kb_id": kb_id, "query": q, "mode": "hybrid"}) for q in ["list pets", "place an order",
+                                                                          "delete a user", "find pets by tag"] * 5))
+
+        responses = asyncio.run(many())
+        assert [r.status_code for r in responses] == [200] * 20
+        assert len({r.headers["x-request-id"] for r in responses}) == 20
+
+    def test_errors_and_metrics_over_loopback(self, base_url, kb_id):
+        assert httpx.post(f"{base_url}/api/v1/retrieve/basic", json={"kb_id": kb_id, "query": "x",
+                                                                      "top_k": 1000}).status_code == 422
+        metrics = httpx.get(f"{base_url}/metrics")
+        assert metrics.status_code == 200 and metrics.headers["content-type"].startswith("text/plain")
+        assert 'specrag_http_requests_total{method="POST",route="/api/v1/retrieve/basic",status="422"}' in metrics.text
+
+
+def test_specrag_serve_binds_to_loopback_and_answers(tmp_path):
+    port = free_port()
+    env = dict(os.environ, SPECRAG_EMBED_MODEL_PATH=str(LOCAL_MODEL) if (LOCAL_MODEL / "model.onnx").is_file() else "",
+               SPECRAG_EMBED_MODEL="sentence-transformers/all-MiniLM-L6-v2" if (LOCAL_MODEL / "model.onnx").is_file()
+               else "none", OPENAI_API_KEY="", SPECRAG_LLM_BASE_URL="")
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve", "--corpus", str(DEMO_SPECS), "--port",
+                             str(port), "--data-dir", str(tmp_path / "data")], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=log, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-2000:]
+            time.sleep(0.5)
+        r = httpx.post(f"{url}/api/v1/context", json={"query": "How do I create a user?"})
+        assert r.status_code == 200 and r.json()["primary_chunks"][0]["id"] == "users_api:paths/~1users/post"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+    import json
+
+    lines = [json.loads(line) for line in (tmp_path / "serve.log").read_text().splitlines() if line.startswith("{")]
+    assert lines and all("request_id" in line for line in lines)
+    assert any(line.get("event") == "context" and line["request_id"] for line in lines)

@@ -1,0 +1,97 @@
+"""The MCP server with the SDK's Client: in process, and once over streamable HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp import Client
+
+from .live import running_uvicorn
+
+pytestmark = pytest.mark.anyio
+TOOLS = {"search_apis", "search_operations", "get_context", "get_operation", "get_schema"}
+
+
+@pytest.fixture(scope="module")
+def mcp_server(demo_kbs):
+    from pipeline.serve.mcp_server import create_mcp_server
+
+    return create_mcp_server(demo_kbs)
+
+
+async def test_tool_schemas(mcp_server):
+    async with Client(mcp_server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert tools["get_context"].input_schema["required"] == ["query"]
+    assert set(tools["get_operation"].input_schema["required"]) == {"api", "operation"}
+    assert tools["search_operations"].input_schema["properties"]["top_k"]["maximum"] == 100
+    for tool in tools.values():
+        assert tool.description and {"tokens", "truncated"} <= set(tool.output_schema["properties"]), tool.name
+
+
+async def test_get_context_reports_every_ref_included_or_cut(mcp_server, demo_index):
+    async with Client(mcp_server) as client:
+        result = await client.call_tool("get_context", {"query": "How do I create a user?"})
+    assert not result.is_error
+    _assert_every_ref_included_or_cut(result.structured_content, demo_index[1])
+
+
+def _assert_every_ref_included_or_cut(body: dict, store) -> None:
+    """The get_context answer for 'create a user': every $ref of every chunk is in it or named as cut."""
+    assert body["chunks"][0]["id"] == "users_api:paths/~1users/post"
+    assert body["tokens"] == sum(c["tokens"] for c in body["chunks"]) > 0
+    assert body["truncated"] == bool(body["refs_cut"])
+    ids = {c["id"] for c in body["chunks"]}
+    reported = {c["id"] for c in body["refs_cut"]} | set(body["refs_missing"])
+    refs = [(chunk.id, ref) for chunk in store.get_chunks(sorted(ids)).values() for ref in chunk.ref_ids]
+    assert refs and all(ref in ids or ref in reported for _, ref in refs), refs
+
+
+async def test_search_then_describe(mcp_server):
+    async with Client(mcp_server) as client:
+        apis = (await client.call_tool("search_apis", {"query": "add a pet to the store"})).structured_content
+        assert apis["apis"][0]["api"] == "petstore_v2" and apis["tokens"] > 0
+        ops = (await client.call_tool("search_operations", {"query": "add a new pet", "apis": ["petstore_v2"],
+                                                            "top_k": 3})).structured_content
+        assert len(ops["operations"]) == 3 and ops["operations"][0]["method"] == "POST"
+        top = ops["operations"][0]
+        op = (await client.call_tool("get_operation", {"api": top["api"], "operation": f"POST {top['path']}"}))
+        assert op.structured_content["chunk_id"] == top["chunk_id"] and op.structured_content["truncated"] is False
+        schema = (await client.call_tool("get_schema", {"api": "petstore_v2", "name": "Pet", "max_tokens": 10}))
+        assert schema.structured_content["tokens"] == 10 and schema.structured_content["truncated"] is True
+
+
+async def test_errors_are_tool_errors_with_the_reason(mcp_server):
+    async with Client(mcp_server) as client:
+        missing = await client.call_tool("get_schema", {"api": "users_api", "name": "Nope"})
+        assert missing.is_error and "UserCreate" in missing.content[0].text
+        unknown = await client.call_tool("get_context", {"query": "list pets", "kb_id": "nope"})
+        assert unknown.is_error and "unknown kb_id" in unknown.content[0].text
+        invalid = await client.call_tool("search_operations", {"query": "x", "top_k": 0})
+        assert invalid.is_error
+
+
+async def test_resources(mcp_server):
+    async with Client(mcp_server) as client:
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert templates == {"specrag://{api}/operations/{operation_id}", "specrag://{api}/schemas/{name}"}
+        op = await client.read_resource("specrag://users_api/operations/createUser")
+        assert op.contents[0].text.startswith("# POST /users")
+        schema = await client.read_resource("specrag://users_api/schemas/User")
+        assert "A user of the account" in schema.contents[0].text
+
+
+def test_over_streamable_http_on_loopback(mcp_server, demo_index):
+    import anyio
+
+    async def session(url: str) -> dict:
+        async with Client(url) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            return (await client.call_tool("get_context", {"query": "How do I create a user?"})).structured_content
+
+    with running_uvicorn(mcp_server.streamable_http_app()) as base_url:
+        body = anyio.run(session, f"{base_url}/mcp")
+    _assert_every_ref_included_or_cut(body, demo_index[1])
+    assert "users_api:components/schemas/Address" in json.dumps(body)

@@ -1,0 +1,34 @@
+"""Schemathesis over the service's own OpenAPI document (bounded examples per operation): no
+server errors, and every response conforms to its schema, status codes and content types.
+
+The schema is the app's ``/openapi.json`` (``service_openapi()``, the same document), loaded at
+collection; the calls go to the app over the demo corpus through the ASGI transport."""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
+                                               status_code_conformance)
+
+from pipeline.serve.openapi import service_openapi
+
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
+schema = schemathesis.openapi.from_dict(service_openapi())
+
+
+@pytest.fixture(scope="module")
+def served_app(demo_kbs):
+    from pipeline.serve.app import create_app
+
+    app = create_app(demo_kbs)
+    assert app.openapi() == service_openapi()  # the document under test is the one the app serves
+    return app
+
+
+@schema.parametrize()
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+def test_the_service_keeps_its_own_contract(case, served_app):
+    case.call_and_validate(app=served_app, checks=CHECKS)

@@ -1,0 +1,40 @@
+"""The ingest worker pool: forked workers never finalize what they inherit from the parent."""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+
+from pipeline.specs.pool import run_jobs
+
+
+class _Finalized:
+    """Part of a reference cycle; records the pid of the process that finalizes it."""
+
+    def __init__(self, record: Path):
+        self.record, self.cycle = record, self
+
+    def __del__(self):
+        with self.record.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+
+
+def _collect_in_worker(_: int) -> int:
+    gc.collect()
+    return os.getpid()
+
+
+def test_workers_leave_the_parents_garbage_alone(tmp_path):
+    record = tmp_path / "finalized"
+    gc.disable()  # keep the cycle uncollected in the parent until after the fork
+    try:
+        _Finalized(record)
+        outcomes = list(run_jobs(_collect_in_worker, [1, 2], workers=2, timeout_s=60))
+    finally:
+        gc.enable()
+    workers = {pid for _, pid in outcomes}
+    assert len(workers) >= 1 and os.getpid() not in workers
+    assert not record.exists() or not set(map(int, record.read_text().split())) & workers
+    gc.collect()
+    assert int(record.read_text().split()[-1]) == os.getpid()  # the parent still finalizes it

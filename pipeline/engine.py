@@ -180,6 +180,7 @@ def retrieval_stats(warnings: list[str], selection: ApiSelection, expansion: Que
         ranking=list(search.ranking), lookup_steps=[s.chunk_id for s in search.added_steps],
         intent=search.intent, type_filter_relaxed=search.type_filter_relaxed,
         refs_followed=refs.refs_followed, refs_missing=list(refs.refs_missing), refs_cut=list(refs.refs_cut),
+        primaries_cut=list(refs.primaries_cut),
         limits_hit=list(refs.limits_hit), truncated=refs.truncated,
         fallbacks=[f for s in stages for f in s.fallbacks],
         llm_calls=[c for s in stages for c in s.llm_calls],

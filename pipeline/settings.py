@@ -64,6 +64,8 @@ class Settings(BaseSettings):
                                      description="60/40 slot split primary/references")
     compact_references: bool = Field(True, validation_alias=_env("CONTEXT_COMPACT_REFERENCES"),
                                      description="referenced components as names and types (primaries stay full)")
+    closure_first: bool = Field(True, validation_alias=_env("CONTEXT_CLOSURE_FIRST"),
+                                description="the best hits enter with their whole closure, before more hits")
     log_retrieval_stats: bool = Field(False, validation_alias=_env("LOG_RETRIEVAL_STATS"))
     rrf_k: int = Field(60, validation_alias=_env("RETRIEVAL_RRF_K"))
     vector_weight: float = Field(0.6, validation_alias=_env("RETRIEVAL_VECTOR_WEIGHT"))

@@ -121,7 +121,10 @@ class ReferenceExpansion(BaseModel):
     refs_followed: int = Field(0, description="references added to the context")
     refs_missing: list[str] = Field(default_factory=list, description="ref ids the lookup did not know")
     refs_cut: list[CutRef] = Field(default_factory=list, description="refs left out by a limit, with the reason")
-    limits_hit: list[str] = Field(default_factory=list, description="depth, max_chunks, token_limit, timeout")
+    primaries_cut: list[str] = Field(default_factory=list,
+                                     description="retrieved chunks left out: their closure did not fit after the better hits'")
+    limits_hit: list[str] = Field(default_factory=list,
+                                  description="depth, max_chunks, token_limit, timeout, closure_budget")
     truncated: bool = Field(False, description="the timeout stopped the walk; the context is partial")
     ms: float = 0.0
 

@@ -67,8 +67,11 @@ def primaries(chunks: list[Chunk], *ids: str) -> list[NodeWithScore]:
 
 
 def run(*ids: str, chunks: list[Chunk] | None = None, **limits) -> tuple[ReferenceExpansion, DictLookup]:
+    """Most tests pin the every-primary-kept policy (``closure_first=False``); the closure-first
+    tests at the end say so."""
     chunks = chunks if chunks is not None else users_api()
     lookup = DictLookup(chunks)
+    limits.setdefault("closure_first", False)
     return ReferenceExpander(lookup=lookup, **limits).expand(primaries(chunks, *ids)), lookup
 
 
@@ -381,3 +384,37 @@ def test_references_are_shown_compact_and_a_compact_components_parts_are_not_fol
     full, lookup = run(GET, chunks=chunks, compact_references=False)
     assert next(c for c in full.referenced if c.id == USER).text.startswith(USER)
     assert part2 in [c.id for c in full.referenced]
+
+
+def test_closure_first_admits_each_hit_with_its_whole_closure_or_leaves_it_out():
+    # POST (100) + its closure (6 x 10) = 160; GET (300) + GET_ERR (10) do not fit the 400 left after
+    # PING; PUT (50, no refs) does: a later, smaller hit still gets in
+    put = "users:paths/~1users~1{id}/put"
+    chunks = [*users_api(post=100, get=300), chunk(put, [], 50)]
+    result, _ = run(POST, GET, put, chunks=chunks, token_limit=250, closure_first=True)
+    assert [c.id for c in result.primary] == [POST, put]
+    assert result.primaries_cut == [GET]
+    assert {c.id for c in result.referenced} == {USER_CREATE, USER, POST_ERR, ADDRESS, VALIDATION, ERROR, COUNTRY}
+    assert (GET_ERR, GET, 1, "token_limit") in cuts(result)
+    assert result.total_tokens == 100 + 70 + 50 and "closure_budget" in result.limits_hit
+
+
+def test_closure_first_keeps_the_first_hit_and_cuts_its_refs_first_fit():
+    result, _ = run(POST, chunks=users_api(post=3000, User=2000), token_limit=3100, closure_first=True)
+    assert [c.id for c in result.primary] == [POST] and result.primaries_cut == []
+    assert USER not in [c.id for c in result.referenced] and (USER, POST, 1, "token_limit") in cuts(result)
+    assert ADDRESS in [c.id for c in result.referenced]  # reached through UserCreate, which fits
+
+
+def test_closure_first_slots_bind_later_hits_only():
+    result, _ = run(POST, GET, chunks=users_api(), max_total_chunks=2, closure_first=True)
+    assert [c.id for c in result.primary] == [POST] and len(result.referenced) == 7
+    assert result.primaries_cut == [GET] and (GET_ERR, GET, 1, "max_chunks") in cuts(result)
+
+
+def test_closure_first_postprocess_returns_only_the_kept_primaries():
+    chunks = users_api(post=100, get=4000)
+    expander = ReferenceExpander(lookup=DictLookup(chunks), token_limit=1000)
+    nodes = expander.postprocess_nodes(primaries(chunks, POST, GET))
+    ids = [n.node.node_id for n in nodes]
+    assert ids[0] == POST and GET not in ids and nodes.expansion.primaries_cut == [GET]

@@ -3,36 +3,110 @@
 The prompt-iteration loop: run, change a prompt, run again, ``specrag eval compare A B``.
 A query is *better* when Recall@10, MRR or completeness rose and none fell, *worse* when one
 fell and none rose, and *mixed* otherwise; completeness is compared only where both runs have it.
+:func:`compare` returns the typed comparison (``eval compare --json``), :func:`compare_runs`
+its text.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import BaseModel, Field
+
 from evals.metrics import MetricSummary
-from evals.report import SCORE_COLUMNS, EvalRun, QueryResult, load_run
+from evals.report import RESULTS_SCHEMA_VERSION, SCORE_COLUMNS, EvalRun, QueryResult, load_run
 
 QUERY_METRICS = {"recall_at_10": "R@10", "mrr": "MRR", "completeness": "complete"}
+MOVES = ("better", "worse", "mixed")
 _EPS = 1e-9
+
+
+class RunSide(BaseModel):
+    path: str
+    setting: str
+    mode: str
+    queries: int
+    timestamp: str
+
+
+class MetricDelta(BaseModel):
+    metric: str
+    a: float | None
+    b: float | None
+    delta: float | None = Field(description="b - a; None when either side has no value")
+
+
+class SetDelta(BaseModel):
+    name: str = Field(description="'overall' or a query set's name")
+    n_a: int
+    n_b: int
+    metrics: list[MetricDelta]
+
+
+class QueryMove(BaseModel):
+    set: str
+    id: str
+    query: str
+    move: str = Field(description="better, worse or mixed")
+    deltas: dict[str, tuple[float, float]] = Field(description="metric -> (a, b), for the metrics that changed")
+
+
+class RunComparison(BaseModel):
+    schema_version: int = RESULTS_SCHEMA_VERSION
+    a: RunSide
+    b: RunSide
+    same_mode_and_setting: bool
+    sets: list[SetDelta]
+    moves: list[QueryMove]
+    only_in_a: list[str]
+    only_in_b: list[str]
+
+
+def compare(run_a: Path, run_b: Path) -> RunComparison:
+    """Run A (the baseline) against run B; paths are run folders or their results.json."""
+    a, b = load_run(run_a), load_run(run_b)
+    summaries_b = dict(b.rows())
+    keys_a, by_key_b = {(q.set, q.id) for q in a.queries}, {(q.set, q.id): q for q in b.queries}
+    return RunComparison(
+        a=_side(run_a, a), b=_side(run_b, b),
+        same_mode_and_setting=(a.run.mode, a.run.setting) == (b.run.mode, b.run.setting),
+        sets=[_set_delta(name, summ, summaries_b[name]) for name, summ in a.rows() if name in summaries_b],
+        moves=[move for qa in a.queries if (move := _move(qa, by_key_b.get((qa.set, qa.id)))) is not None],
+        only_in_a=sorted(f"{s}/{i}" for s, i in keys_a - set(by_key_b)),
+        only_in_b=sorted(f"{s}/{i}" for s, i in set(by_key_b) - keys_a))
 
 
 def compare_runs(run_a: Path, run_b: Path) -> str:
     """Human-readable deltas from run A (baseline) to run B; paths are run folders or results.json."""
-    a, b = load_run(run_a), load_run(run_b)
-    lines = [f"A: {run_a} ({_describe(a)})", f"B: {run_b} ({_describe(b)})"]
-    if (a.run.mode, a.run.setting) != (b.run.mode, b.run.setting):
+    return format_comparison(compare(run_a, run_b))
+
+
+def format_comparison(c: RunComparison) -> str:
+    lines = [f"A: {c.a.path} ({_describe(c.a)})", f"B: {c.b.path} ({_describe(c.b)})"]
+    if not c.same_mode_and_setting:
         lines.append("note: the runs differ in mode or setting; deltas mix both effects")
     lines.append("")
-    summaries_b = dict(b.rows())
-    for name, summ_a in a.rows():
-        if name in summaries_b:
-            lines += _summary_delta(name, summ_a, summaries_b[name])
-    lines += _query_moves(a, b)
+    for s in c.sets:
+        lines += [f"== {s.name} (n {s.n_a} -> {s.n_b})", f"  {'metric':<14}{'A':>10}{'B':>10}{'delta':>10}"]
+        for m in s.metrics:
+            delta = f"{m.delta:>+10.3f}" if m.delta is not None else f"{'-':>10}"
+            lines.append(f"  {m.metric:<14}{_num(m.a):>10}{_num(m.b):>10}{delta}")
+        lines.append("")
+    for group in MOVES:
+        entries = [m for m in c.moves if m.move == group]
+        lines += [f"{group} ({len(entries)}):", *(f"  {m.set}/{m.id}: {_format_deltas(m)}  -- {m.query}" for m in entries)]
+    lines += [f"only in A: {', '.join(c.only_in_a)}"] if c.only_in_a else []
+    lines += [f"only in B: {', '.join(c.only_in_b)}"] if c.only_in_b else []
     return "\n".join(lines) + "\n"
 
 
-def _describe(run: EvalRun) -> str:
-    return f"{run.run.setting}/{run.run.mode}, {len(run.queries)} queries, {run.run.timestamp}"
+def _side(path: Path, run: EvalRun) -> RunSide:
+    return RunSide(path=str(path), setting=run.run.setting, mode=run.run.mode, queries=len(run.queries),
+                   timestamp=run.run.timestamp)
+
+
+def _describe(side: RunSide) -> str:
+    return f"{side.setting}/{side.mode}, {side.queries} queries, {side.timestamp}"
 
 
 def _summary_values(s: MetricSummary) -> dict[str, float | None]:
@@ -44,14 +118,12 @@ def _summary_values(s: MetricSummary) -> dict[str, float | None]:
     return values
 
 
-def _summary_delta(name: str, a: MetricSummary, b: MetricSummary) -> list[str]:
+def _set_delta(name: str, a: MetricSummary, b: MetricSummary) -> SetDelta:
     va, vb = _summary_values(a), _summary_values(b)
-    lines = [f"== {name} (n {a.n_queries} -> {b.n_queries})", f"  {'metric':<14}{'A':>10}{'B':>10}{'delta':>10}"]
-    for label in (label for label in va if label in vb):
-        x, y = va[label], vb[label]
-        delta = f"{y - x:>+10.3f}" if x is not None and y is not None else f"{'-':>10}"
-        lines.append(f"  {label:<14}{_num(x):>10}{_num(y):>10}{delta}")
-    return [*lines, ""]
+    metrics = [MetricDelta(metric=label, a=va[label], b=vb[label],
+                           delta=vb[label] - va[label] if va[label] is not None and vb[label] is not None else None)
+               for label in va if label in vb]
+    return SetDelta(name=name, n_a=a.n_queries, n_b=b.n_queries, metrics=metrics)
 
 
 def _num(value: float | None) -> str:
@@ -68,27 +140,14 @@ def query_deltas(a: QueryResult, b: QueryResult) -> dict[str, float]:
     return deltas
 
 
-def _query_moves(a: EvalRun, b: EvalRun) -> list[str]:
-    by_key_b = {(q.set, q.id): q for q in b.queries}
-    keys_a = {(q.set, q.id) for q in a.queries}
-    groups: dict[str, list[str]] = {"better": [], "worse": [], "mixed": []}
-    for qa in a.queries:
-        qb = by_key_b.get((qa.set, qa.id))
-        deltas = query_deltas(qa, qb) if qb else {}
-        if not deltas:
-            continue
-        rose, fell = any(d > 0 for d in deltas.values()), any(d < 0 for d in deltas.values())
-        group = "mixed" if rose and fell else "better" if rose else "worse"
-        groups[group].append(f"  {qa.set}/{qa.id}: {_format_deltas(qa, qb, deltas)}  -- {qa.query}")
-    lines = []
-    for group, entries in groups.items():
-        lines += [f"{group} ({len(entries)}):", *entries]
-    only_a = sorted(f"{s}/{i}" for s, i in keys_a - set(by_key_b))
-    only_b = sorted(f"{s}/{i}" for s, i in set(by_key_b) - keys_a)
-    lines += [f"only in A: {', '.join(only_a)}"] if only_a else []
-    lines += [f"only in B: {', '.join(only_b)}"] if only_b else []
-    return lines
+def _move(qa: QueryResult, qb: QueryResult | None) -> QueryMove | None:
+    deltas = query_deltas(qa, qb) if qb else {}
+    if not deltas:
+        return None
+    rose, fell = any(d > 0 for d in deltas.values()), any(d < 0 for d in deltas.values())
+    return QueryMove(set=qa.set, id=qa.id, query=qa.query, move="mixed" if rose and fell else "better" if rose else "worse",
+                     deltas={k: (getattr(qa.metrics, k), getattr(qb.metrics, k)) for k in deltas})
 
 
-def _format_deltas(a: QueryResult, b: QueryResult, deltas: dict[str, float]) -> str:
-    return ", ".join(f"{QUERY_METRICS[k]} {getattr(a.metrics, k):.2f}->{getattr(b.metrics, k):.2f}" for k in deltas)
+def _format_deltas(move: QueryMove) -> str:
+    return ", ".join(f"{QUERY_METRICS[k]} {a:.2f}->{b:.2f}" for k, (a, b) in move.deltas.items())

@@ -10,7 +10,14 @@ Definitions (binary relevance; a ranking is deduplicated endpoints, best first):
 - nDCG@k: DCG over the top k divided by the DCG of the ideal ranking over *all* gold items
   (``min(len(gold), k)`` hits at the top), so a gold item the run never finds costs score;
 - completeness: share of an operation's ``$ref`` closure (depth <= 3, the operation excluded)
-  present in the context.
+  present in the context;
+- hidden-step recovery@k: 1.0 when every gold call before the last is in the top k (the calls a
+  question hides); None for single-call queries;
+- ordered-pair accuracy: over the gold pairs (a called before b, a != b), the share the plan
+  holds both of, a first; a pair the plan lacks counts as wrong; None without pairs; pair order
+  accuracy: the same over the pairs the plan holds both calls of (order alone);
+- edge recall: over the id parameters of the gold calls after the first, the share for which
+  the dependency graph names an earlier gold call among the producers.
 
 Every metric is 0.0 for an empty gold set: there is nothing to find, so nothing was found.
 """
@@ -59,6 +66,54 @@ def ndcg_at_k(ranking: Sequence[Hashable], gold: set, k: int) -> float:
     dcg = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(ranking[:k], 1) if item in gold)
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold), k) + 1))
     return dcg / ideal
+
+
+def hidden_step_recovery_at_k(ranking: Sequence[Hashable], gold_in_order: Sequence[Hashable], k: int) -> float | None:
+    """1.0 when all gold calls before the last are in the top ``k``; None with fewer than two calls."""
+    hidden = set(gold_in_order[:-1]) - {gold_in_order[-1]} if len(gold_in_order) > 1 else set()
+    if not hidden:
+        return None
+    return 1.0 if hidden <= set(ranking[:k]) else 0.0
+
+
+def gold_pairs(gold_in_order: Sequence[Hashable]) -> list[tuple[Hashable, Hashable]]:
+    """(a, b) for every gold call a made before a different call b, each pair once."""
+    pairs = [(a, b) for i, a in enumerate(gold_in_order) for b in gold_in_order[i + 1:] if a != b]
+    return list(dict.fromkeys(pairs))
+
+
+def ordered_pair_accuracy(plan: Sequence[Hashable], gold_in_order: Sequence[Hashable]) -> float | None:
+    """Share of gold pairs the plan has both of, in gold order; None when gold has no pair."""
+    pairs = gold_pairs(gold_in_order)
+    if not pairs:
+        return None
+    position = {step: i for i, step in reversed(list(enumerate(plan)))}  # first occurrence
+    right = sum(1 for a, b in pairs if a in position and b in position and position[a] < position[b])
+    return right / len(pairs)
+
+
+def pair_order_accuracy(plan: Sequence[Hashable], gold_in_order: Sequence[Hashable]) -> float | None:
+    """Order alone: share of the gold pairs whose calls are both in the plan that it orders as
+    gold does; None when no gold pair is in the plan."""
+    position = {step: i for i, step in reversed(list(enumerate(plan)))}
+    present = [(a, b) for a, b in gold_pairs(gold_in_order) if a in position and b in position]
+    if not present:
+        return None
+    return sum(position[a] < position[b] for a, b in present) / len(present)
+
+
+def edge_hits(steps: Sequence[tuple[Hashable, dict[str, set]]]) -> tuple[int, int]:
+    """(id parameters of calls after the first with an earlier gold call among their producers,
+    all such parameters); ``steps`` are the gold calls in order, each with param -> producers."""
+    hits = total = 0
+    for j, (_, producers) in enumerate(steps):
+        if j == 0:
+            continue
+        earlier = {call for call, _ in steps[:j]}
+        for found in producers.values():
+            total += 1
+            hits += bool(found & earlier)
+    return hits, total
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -150,6 +205,20 @@ class QueryMetrics(BaseModel):
     completeness: float | None = Field(0.0, description="mean closure share over the gold endpoints found in "
                                                         "the context; None when none was found (not averaged)")
     closure_complete: float | None = Field(0.0, description="1.0 when every found gold endpoint's closure is complete")
+    hidden_recovery_at_10: float | None = Field(None, description="every gold call before the last in the top 10; "
+                                                                  "None for single-call queries")
+    plan_pair_accuracy: float | None = Field(None, description="gold call pairs in the plan in gold order; None "
+                                                               "without pairs")
+    plan_order_accuracy: float | None = Field(None, description="the same over the pairs the plan holds both "
+                                                                "calls of; None when it holds none")
+
+
+class GoldGraph(BaseModel):
+    """The dependency graph on one query's gold calls (see :func:`edge_hits`)."""
+
+    edge_hits: int = 0
+    edge_total: int = 0
+    producers_per_param: list[int] = Field(default_factory=list, description="producers of each id parameter")
 
 
 class LLMUsage(BaseModel):
@@ -207,6 +276,9 @@ class MetricSummary(BaseModel):
                                                    description="baseline name -> metric -> mean over the queries")
     selection_missed: SubsetRecall = Field(default_factory=SubsetRecall,
                                            description="queries whose gold API stage 1 missed (selection accuracy < 1)")
+    edge_recall: float | None = Field(None, description="micro average over the gold calls' id parameters")
+    edge_total: int = 0
+    producers_per_param: float | None = Field(None, description="mean producers of a gold call's id parameter")
 
 
 def summarize(results: Sequence[ScoredQuery]) -> MetricSummary:
@@ -234,6 +306,7 @@ def summarize(results: Sequence[ScoredQuery]) -> MetricSummary:
                    for name in sorted({n for r in results for n in r.baselines})
                    if all(name in r.baselines for r in results)},
         selection_missed=_subset_recall([r for r in results if r.metrics.selection_accuracy < 1.0]),
+        **_edges([g for r in results if (g := getattr(r, "graph", None)) is not None]),
     )
 
 
@@ -242,6 +315,13 @@ def _subset_recall(results: Sequence[ScoredQuery]) -> SubsetRecall:
     return SubsetRecall(n=len(results), recall_at_10=mean(r.metrics.recall_at_10 for r in results),
                         baselines={n: mean(r.baselines[n].recall_at_10 for r in results if n in r.baselines)
                                    for n in sorted(names)})
+
+
+def _edges(graphs: list[GoldGraph]) -> dict:
+    hits, total = sum(g.edge_hits for g in graphs), sum(g.edge_total for g in graphs)
+    counts = [n for g in graphs for n in g.producers_per_param]
+    return {"edge_recall": hits / total if total else None, "edge_total": total,
+            "producers_per_param": mean(counts) if counts else None}
 
 
 def _latency(values: list[float]) -> LatencyStats:

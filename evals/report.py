@@ -1,7 +1,8 @@
 """What a run records (``results.json``) and the tables a person reads (``report.md``).
 
 ``results.json`` keeps every query's gold, selection, ranking and context ids, so any tool can
-recompute the metrics or diff two runs (:mod:`evals.compare`) without rerunning anything.
+recompute the metrics or diff two runs (:mod:`evals.compare`) without rerunning anything. Its
+``schema_version`` says which shape it has; files from before it existed read as version 1.
 """
 
 from __future__ import annotations
@@ -9,18 +10,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from pipeline.context import Fallback
+from pipeline.errors import SpecragError
 
 from evals.baselines import BaselineScores
-from evals.metrics import LLMUsage, MetricSummary, QueryMetrics
+from evals.metrics import GoldGraph, LLMUsage, MetricSummary, QueryMetrics
 from evals.querysets import GoldEndpoint
 
+RESULTS_SCHEMA_VERSION = 1
 STAGES = ("select", "expand", "search", "refs", "assemble", "total")
 SCORE_COLUMNS = {"selection_accuracy": "API acc", "selection_precision": "API prec", "recall_at_5": "R@5",
                  "recall_at_10": "R@10", "all_found_at_10": "all@10", "mrr": "MRR", "ndcg_at_10": "nDCG@10",
-                 "completeness": "complete", "closure_complete": "closure ok"}
+                 "completeness": "complete", "closure_complete": "closure ok",
+                 "hidden_recovery_at_10": "hidden@10", "plan_pair_accuracy": "plan pairs",
+                 "plan_order_accuracy": "plan order"}
 
 
 class RetrievedChunk(BaseModel):
@@ -53,6 +58,8 @@ class QueryResult(BaseModel):
     llm: LLMUsage = Field(default_factory=LLMUsage)
     metrics: QueryMetrics = Field(default_factory=QueryMetrics)
     baselines: dict[str, BaselineScores] = Field(default_factory=dict, description="baseline name -> its scores")
+    plan: list[str] = Field(default_factory=list, description="the plan's calls in order ('METHOD path')")
+    graph: GoldGraph | None = Field(None, description="the dependency graph on the gold calls")
     error: str | None = None
 
     def failed(self) -> bool:
@@ -79,7 +86,12 @@ class RunMetrics(BaseModel):
     per_set: dict[str, MetricSummary] = Field(default_factory=dict)
 
 
+class RunFileError(SpecragError):
+    """A run folder or results.json that is missing, unreadable, or not a specrag run."""
+
+
 class EvalRun(BaseModel):
+    schema_version: int = Field(RESULTS_SCHEMA_VERSION, description="shape of results.json; bumped when it changes")
     run: RunInfo
     metrics: RunMetrics
     queries: list[QueryResult]
@@ -100,7 +112,20 @@ def load_run(path: Path) -> EvalRun:
     """A run folder (or its ``results.json``) back as an :class:`EvalRun`."""
     path = Path(path)
     path = path / "results.json" if path.is_dir() else path
-    return EvalRun.model_validate_json(path.read_text(encoding="utf-8"))
+    try:
+        run = EvalRun.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFileError(f"no eval run at {path} (want a run folder holding results.json, or the file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"cannot read {path}: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the file"
+        raise RunFileError(f"{path} is not a specrag results.json ({where}: {first['msg']})") from None
+    if run.schema_version > RESULTS_SCHEMA_VERSION:
+        raise RunFileError(f"{path} has schema_version {run.schema_version}; this specrag reads up to "
+                           f"{RESULTS_SCHEMA_VERSION}: upgrade specrag")
+    return run
 
 
 def render_report(run: EvalRun) -> str:
@@ -109,7 +134,8 @@ def render_report(run: EvalRun) -> str:
              f"- time: {info.timestamp}", f"- sets: {', '.join(info.sets) or '-'}",
              f"- corpus: {', '.join(info.corpus) or '-'}", f"- prompts: {', '.join(info.prompts) or '-'}",
              f"- versions: {', '.join(f'{k} {v}' for k, v in info.versions.items())}", ""]
-    lines += _scores_table(run) + _baseline_table(run) + _latency_table(run) + _cost_table(run) + _failures(run)
+    lines += (_scores_table(run) + _baseline_table(run) + _graph_table(run) + _latency_table(run) + _cost_table(run)
+              + _failures(run))
     return "\n".join(lines) + "\n"
 
 
@@ -154,6 +180,13 @@ def _baseline_table(run: EvalRun) -> list[str]:
                          _num(missed.baselines.get(name)) if missed.n else "-"])
         lines += _table(header, rows)
     return lines
+def _graph_table(run: EvalRun) -> list[str]:
+    rows = [[name, _num(s.edge_recall), str(s.edge_total), _num(s.producers_per_param)] for name, s in run.rows()]
+    note = ("`hidden@10`: every gold call before the last in the top 10 (multi-call queries). `plan pairs`: gold call "
+            "pairs in the plan in gold order (a missing call counts wrong); `plan order`: the same over the pairs the plan "
+            "holds (order alone). Edge recall: id parameters of gold calls "
+            "after the first whose producers include an earlier gold call.")
+    return ["## Multi-step", "", note, "", *_table(["set", "edge recall", "id params", "producers/param"], rows)]
 
 
 def _latency_table(run: EvalRun) -> list[str]:

@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from tqdm import tqdm
 
 from pipeline.context import KnowledgeContext
-from pipeline.specs.ids import parse_operation_id, split_chunk_id
+from pipeline.plan import plan_operations
+from pipeline.specs.ids import operation_chunk_id, parse_operation_id, split_chunk_id
 from pipeline.specs.models import Chunk
 from pipeline.versions import package_versions
 
@@ -82,6 +83,8 @@ def _run_one(query: EvalQuery, engine: ContextSource, lookup: ChunkLookup,
         return _score(base, query, ctx, lookup, wall_ms), _prompts(ctx)
     except Exception as exc:  # noqa: BLE001 -- any failure is recorded and scored 0, never dropped
         base.error = f"{type(exc).__name__}: {exc}"
+        multi = 0.0 if len(m.gold_pairs([e.key() for e in query.endpoints])) else None
+        base.metrics = m.QueryMetrics(hidden_recovery_at_10=multi, plan_pair_accuracy=multi, plan_order_accuracy=multi)
         base.latency_ms = {"total": (time.perf_counter() - start) * 1000}
         return base, set()
 
@@ -96,6 +99,8 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
     context_ids = [c.id for c in ctx.chunks]
     by_id = {c.id: c.metadata for c in ctx.chunks}
     completeness, complete = _completeness(gold, context_ids, lookup)
+    gold_seq = [e.key() for e in query.endpoints]
+    plan = m.ranked_endpoints(_plan(stats, lookup))
     calls = [c for c in stats.llm_calls if not c.cached]
     return base.model_copy(update=dict(
         selected_apis=list(stats.selected_apis),
@@ -117,7 +122,12 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
             ndcg_at_10=m.ndcg_at_k(ranking, gold, 10),
             completeness=completeness,
             closure_complete=complete,
+            hidden_recovery_at_10=m.hidden_step_recovery_at_k(ranking, gold_seq, 10),
+            plan_pair_accuracy=m.ordered_pair_accuracy(plan, gold_seq),
+            plan_order_accuracy=m.pair_order_accuracy(plan, gold_seq),
         ),
+        plan=[f"{e.method} {e.path}" for e in plan],
+        graph=_gold_graph(query, lookup),
     ))
 
 
@@ -126,6 +136,28 @@ def baseline_scores(ranked_ids: list[str], query: EvalQuery) -> BaselineScores:
     return BaselineScores(recall_at_5=m.recall_at_k(ranking, gold, 5), recall_at_10=m.recall_at_k(ranking, gold, 10),
                           all_found_at_10=m.all_found_at_k(ranking, gold, 10), mrr=m.reciprocal_rank(ranking, gold),
                           ndcg_at_10=m.ndcg_at_k(ranking, gold, 10), ranking=list(ranked_ids))
+def _plan(stats, lookup: ChunkLookup) -> list[str]:
+    """The plan's operations, built from the query's own ranking (no second query)."""
+    chunks = lookup.get_chunks([i for i in stats.ranking if parse_operation_id(i)])
+    return plan_operations(list(stats.ranking), chunks, dict(stats.step_reasons))
+
+
+def _gold_graph(query: EvalQuery, lookup: ChunkLookup) -> m.GoldGraph:
+    """The dependency graph on the gold calls: edge hits and producers per id parameter."""
+    ids = [operation_chunk_id(e.api, e.path, e.method.lower()) for e in query.endpoints]
+    chunks = lookup.get_chunks(ids)
+    steps, counts = [], []
+    for cid, gold in zip(ids, query.endpoints):
+        chunk = chunks.get(cid)
+        producers: dict[str, set] = {}
+        for need in chunk.params if chunk is not None else []:
+            if need.id_like:
+                edges = [e for e in chunk.producers if e.param == need.name]
+                producers[need.name] = {m.chunk_endpoint(e.producer) for e in edges}
+                counts.append(len(edges))
+        steps.append((gold.key(), producers))
+    hits, total = m.edge_hits(steps)
+    return m.GoldGraph(edge_hits=hits, edge_total=total, producers_per_param=counts)
 
 
 def _completeness(gold: set, context_ids: list[str], lookup: ChunkLookup) -> tuple[float | None, float | None]:

@@ -29,8 +29,8 @@ DEFAULT_QUERIES = REPO_ROOT / "evals" / "sets" / "demo.jsonl"
 TARGET_P95_MS, TARGET_BUILD_S = 100.0, 15 * 60.0
 
 
-class BenchError(SpecragError):
-    """The serving child process failed; the message carries the end of its stderr."""
+class BenchError(SpecragError, ValueError):
+    """No queries to time, or the serving child process failed (the message ends with its stderr)."""
 
 
 class Latency(BaseModel):
@@ -94,13 +94,16 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
     from pipeline.workspace import update_index
 
     if not queries:
-        raise ValueError("no queries to time: pass --queries SET.jsonl with at least one line")
+        raise BenchError("no queries to time: pass --queries SET.jsonl with at least one line")
     # The benchmark measures the offline pipeline: never call an LLM, even when one is configured.
-    settings = settings.model_copy(update={"openai_api_key": None, "llm_base_url": None})
+    # Folders are made absolute: the serving child runs in another working folder.
+    settings = settings.model_copy(update={
+        "openai_api_key": None, "llm_base_url": None, "data_dir": settings.data_dir.resolve(),
+        "catalog_dir": settings.catalog_dir.resolve() if settings.catalog_dir else None})
     tmp, kept = None, ""
-    if fresh:
-        root = settings.data_dir if settings.data_dir.is_dir() else None
-        tmp = Path(tempfile.mkdtemp(prefix="bench-", dir=root))
+    if fresh:  # a fresh build goes in a temporary folder inside the data dir (--data-dir), removed after
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="bench-", dir=settings.data_dir))
         settings = settings.model_copy(update={"data_dir": tmp, "catalog_dir": None, "chroma_host": None})
     try:
         local, run = update_index(settings, corpus, progress=progress)
@@ -135,7 +138,7 @@ def _serve(settings: Settings, queries: list[str], repeats: int, warmup: bool, p
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     if proc.returncode != 0 or not lines:
         raise BenchError(f"the serving process failed (exit {proc.returncode}): {proc.stderr[-2000:].strip()}")
-    if progress and proc.stderr.strip():
+    if proc.stderr.strip():
         sys.stderr.write(proc.stderr)  # its warnings (e.g. a model that failed to load) still reach the user
     return ServeResult.model_validate_json(lines[-1])
 
@@ -207,10 +210,15 @@ def add_bench_parser(sub: argparse._SubParsersAction, common) -> None:
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     from evals.querysets import load_query_sets
 
+    from pipeline.cli.output import print_json, show_progress
+
     if args.repeats < 1:
         raise BenchError("--repeats must be at least 1")
     queries = [q.query for q in load_query_sets(args.queries)]
     report = run_bench(settings, args.corpus, queries, fresh=not args.reuse, repeats=args.repeats,
-                       progress=not args.json, keep=args.keep)
-    print(report.model_dump_json(indent=2) if args.json else format_bench(report))
+                       progress=show_progress(args), keep=args.keep)
+    if args.json:
+        print_json(report, indent=2)
+    else:
+        print(format_bench(report))
     return 0

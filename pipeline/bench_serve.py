@@ -8,8 +8,6 @@ process, interleaved per query, so both see the same warm caches and the same ma
 
 from __future__ import annotations
 
-import logging
-
 import resource
 import sys
 import time
@@ -113,7 +111,6 @@ def _one(engine, baseline, query: str, result: ServeResult | None) -> None:
 
 
 def main() -> int:
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on itself
     request = ServeRequest.model_validate_json(sys.stdin.read())
     result = serve(request)
     sys.stdout.write("\n" + result.model_dump_json() + "\n")

@@ -2,15 +2,36 @@
 
 The stage records (``ContextChunk``, ``Fallback``, ``LLMCall``, ``CutRef``) are defined with the
 stage results in ``pipeline.stages.results`` and re-exported here.
+
+A KnowledgeContext is the output: its chunks' metadata is what a caller reads, not what Chroma
+stores. The API id is ``api`` (stored as ``source_file``; old JSON with that name still reads),
+and ``tags``, ``ref_ids`` and ``referenced_by`` are real lists and objects, never JSON text
+inside JSON. ``schema_version`` names the shape of its JSON.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
 
+from pydantic import BaseModel, Field, field_validator
+
+from pipeline.specs.models import decoded_metadata
 from pipeline.stages.results import ContextChunk, CutRef, Fallback, LLMCall
 
-__all__ = ["ContextChunk", "CutRef", "Fallback", "KnowledgeContext", "LLMCall", "RetrievalStats"]
+__all__ = ["API_ID", "CONTEXT_SCHEMA_VERSION", "ContextChunk", "CutRef", "Fallback", "KnowledgeContext", "LLMCall",
+           "RetrievalStats", "output_metadata"]
+
+CONTEXT_SCHEMA_VERSION = 1
+API_ID = "api"
+_STORED_API_ID = "source_file"
+
+
+def output_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Chunk metadata as callers read it: ``api`` for the API id, JSON-text fields decoded."""
+    out = decoded_metadata(metadata)
+    stored = out.pop(_STORED_API_ID, None)
+    api = out.pop(API_ID, stored)
+    return out if api is None else {API_ID: api, **out}
 
 
 class RetrievalStats(BaseModel):
@@ -31,6 +52,8 @@ class RetrievalStats(BaseModel):
                                description="the retriever's ranked candidates (up to 10); the first max_primary_results are the primary chunks")
     lookup_steps: list[str] = Field(default_factory=list,
                                     description="operations added to the ranking because another one needs their output")
+    step_reasons: dict[str, str] = Field(default_factory=dict,
+                                         description="added operation -> why, e.g. 'provides movie_id for GET /movie/{movie_id}'")
     intent: str | None = Field(None, description="endpoint, schema or errors when query analysis set a type filter")
     type_filter_relaxed: bool = False
     refs_followed: int = 0
@@ -47,11 +70,17 @@ class RetrievalStats(BaseModel):
 
 
 class KnowledgeContext(BaseModel):
+    schema_version: int = Field(CONTEXT_SCHEMA_VERSION, description="shape of this JSON; bumped when it changes")
     query: str
     primary_chunks: list[ContextChunk] = Field(default_factory=list)
     referenced_chunks: list[ContextChunk] = Field(default_factory=list)
     total_tokens: int = 0
     retrieval_stats: RetrievalStats = Field(default_factory=RetrievalStats)
+
+    @field_validator("primary_chunks", "referenced_chunks")
+    @classmethod
+    def _output_metadata(cls, chunks: list[ContextChunk]) -> list[ContextChunk]:
+        return [c.model_copy(update={"metadata": output_metadata(c.metadata)}) for c in chunks]
 
     @property
     def chunks(self) -> list[ContextChunk]:

@@ -6,6 +6,7 @@ Each stage returns a typed result; the engine alone turns them into ``RetrievalS
 per query. ``query`` returns a ``Response`` whose ``source_nodes`` are the primary then the
 referenced chunks, and whose text is the rendered context (or, with a synthesizer, an answer
 citing ``[Source N]``). Every entry point has an async twin that never blocks the event loop.
+All the LLM calls of one query share one ``llm_deadline_s`` deadline (:mod:`pipeline.deadline`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import difflib
 import logging
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from llama_index.core.base.response.schema import Response
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -24,6 +25,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from pipeline.context import KnowledgeContext, RetrievalStats
+from pipeline.deadline import deadline_scope
 from pipeline.errors import SpecragError
 from pipeline.nodes import context_node
 from pipeline.render import render_markdown
@@ -36,6 +38,10 @@ from pipeline.stages.results import (ApiSelection, QueryExpansion, ReferenceExpa
 from pipeline.stages.search import RANKING_DEPTH, SearchStage
 from pipeline.stages.synthesize import Synthesizer
 from pipeline.stages.timing import elapsed_ms
+
+if TYPE_CHECKING:
+    from pipeline.graph.queries import DepsReport, ImpactReport
+    from pipeline.plan import Plan
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 2000
@@ -53,8 +59,10 @@ class ApiQueryEngine(CustomQueryEngine):
                                                description="stage 3: postprocessors that reorder the ranking")
     references: ReferenceExpander = Field(description="the $ref closure of the primary chunks, within budgets")
     synthesizer: Optional[Synthesizer] = Field(None, description="answers with [Source N] when set")
+    decomposer: Optional[Any] = Field(None, description="splits a question into searches (agentic retrieval)")
     settings: Settings
     known_apis: frozenset[str] = Field(description="API ids a caller may name (complete in the index)")
+    graph: Optional[Any] = Field(None, exclude=True, description="GraphQueries: impact and deps over the index")
     _search: SearchStage = PrivateAttr()
 
     def model_post_init(self, __context: Any) -> None:
@@ -62,19 +70,22 @@ class ApiQueryEngine(CustomQueryEngine):
                                    query_analysis=self.settings.enable_query_analysis)
 
     def _get_prompt_modules(self) -> PromptMixinType:
-        """Every LLM stage's prompts, namespaced ``selector:``, ``expander:``, ``synthesizer:``."""
-        modules = {"selector": self.selector, "expander": self.expander, "synthesizer": self.synthesizer}
+        """Every LLM stage's prompts, namespaced ``selector:``, ``expander:``, ``synthesizer:``, ``decomposer:``."""
+        modules = {"selector": self.selector, "expander": self.expander, "synthesizer": self.synthesizer,
+                   "decomposer": self.decomposer}
         return {name: module for name, module in modules.items() if hasattr(module, "get_prompts")}
 
     # ---- queries --------------------------------------------------------------------------
     def custom_query(self, query_str: str) -> Response:
-        ctx = self.retrieve_context(query_str)
-        answer = self.synthesizer.synthesize(ctx) if self._synthesizes else None
+        with deadline_scope(self.settings.llm_deadline_s):  # one LLM deadline for retrieval and synthesis
+            ctx = self.retrieve_context(query_str)
+            answer = self.synthesizer.synthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
 
     async def acustom_query(self, query_str: str) -> Response:
-        ctx = await self.aretrieve_context(query_str)
-        answer = await self.synthesizer.asynthesize(ctx) if self._synthesizes else None
+        with deadline_scope(self.settings.llm_deadline_s):
+            ctx = await self.aretrieve_context(query_str)
+            answer = await self.synthesizer.asynthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
 
     @dispatcher.span
@@ -82,13 +93,14 @@ class ApiQueryEngine(CustomQueryEngine):
         """select -> expand -> search -> reference expansion; ``apis`` skips stage 1 (oracle)."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
-        expansion = self._done(self.expander.expand(query, selection.selected_apis)
-                               if selection.selected_apis else _unexpanded(query))
-        search = self._done(self._search.search(query, expansion, selection.selected_apis,
-                                                only=selection.mode is StageMode.GIVEN))
-        nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
-                                                  query_bundle=QueryBundle(query))
+        with deadline_scope(self.settings.llm_deadline_s):  # every LLM call of this query within it
+            selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
+            expansion = self._done(self.expander.expand(query, selection.selected_apis)
+                                   if selection.selected_apis else _unexpanded(query))
+            search = self._done(self._search.search(query, expansion, selection.selected_apis,
+                                                    only=selection.mode is StageMode.GIVEN))
+            nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
+                                                      query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
 
     @dispatcher.span
@@ -96,14 +108,35 @@ class ApiQueryEngine(CustomQueryEngine):
         """:meth:`retrieve_context` for an event loop: LLM calls awaited, CPU work in threads."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
-        expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
-                               if selection.selected_apis else _unexpanded(query))
-        search = self._done(await self._search.asearch(query, expansion, selection.selected_apis,
-                                                       only=selection.mode is StageMode.GIVEN))
-        nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
-                                                         query_bundle=QueryBundle(query))
+        with deadline_scope(self.settings.llm_deadline_s):
+            selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
+            expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
+                                   if selection.selected_apis else _unexpanded(query))
+            search = self._done(await self._search.asearch(query, expansion, selection.selected_apis,
+                                                           only=selection.mode is StageMode.GIVEN))
+            nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
+                                                             query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
+
+    # ---- plans and graph queries ----------------------------------------------------------
+    def plan(self, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> "Plan":
+        """The operations the question needs in call order, each with its context and bindings."""
+        from pipeline.plan import build_plan
+
+        return build_plan(self, question, apis=apis, token_budget=token_budget)
+
+    def impact(self, api: str, schema: str) -> "ImpactReport":
+        """The operations that use ``schema`` of ``api``, directly or transitively."""
+        return self._graph_queries().impact(api, schema)
+
+    def deps(self, api: str, operation: str) -> "DepsReport":
+        """``operation``'s parameters, their producers, and the operations that consume its output."""
+        return self._graph_queries().deps(api, operation)
+
+    def _graph_queries(self):
+        if self.graph is None:
+            raise QueryError("this engine has no dependency graph (build it with pipeline.factory.build_engine)")
+        return self.graph
 
     # ---- helpers --------------------------------------------------------------------------
     @property
@@ -178,6 +211,7 @@ def retrieval_stats(warnings: list[str], selection: ApiSelection, expansion: Que
         expanded_query=expansion.expanded_query, original_terms=list(expansion.original_terms),
         added_terms=list(expansion.added_terms), dropped_terms=list(expansion.dropped_terms),
         ranking=list(search.ranking), lookup_steps=[s.chunk_id for s in search.added_steps],
+        step_reasons={s.chunk_id: s.reason for s in search.added_steps},
         intent=search.intent, type_filter_relaxed=search.type_filter_relaxed,
         refs_followed=refs.refs_followed, refs_missing=list(refs.refs_missing), refs_cut=list(refs.refs_cut),
         primaries_cut=list(refs.primaries_cut),

@@ -5,7 +5,8 @@
     ├── CorpusError          a corpus-level problem: missing path, file_id collision
     ├── IndexNotBuiltError   a query before `specrag index` ran for that corpus
     ├── LLMStageError        an LLM stage gave no usable answer (carries the fallback reason)
-    └── PromptError          a prompt file is missing or its {variables} don't match its stage
+    ├── PromptError          a prompt file is missing or its {variables} don't match its stage
+    └── SettingsError        a setting (env var, .env, argument) outside its allowed values
 """
 
 
@@ -37,3 +38,7 @@ class LLMStageError(SpecragError):
 
 class PromptError(SpecragError, ValueError):
     """A prompts folder lacks a file, or a file's {variables} differ from what its stage passes."""
+
+
+class SettingsError(SpecragError, ValueError):
+    """A setting outside its allowed values; the one-line message names the variable and the range."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from pipeline.catalog.io import load_api_indexes, load_catalog
+from pipeline.catalog.io import load_api_graph, load_api_indexes, load_catalog
 from pipeline.catalog.vectors import catalog_vectors
 from pipeline.engine import ApiQueryEngine
+from pipeline.errors import IndexNotBuiltError
+from pipeline.graph.queries import GraphQueries
 from pipeline.index.embeddings import embed_model_id
 from pipeline.settings import Settings
 from pipeline.stages.api_select import KeywordApiSelector
 from pipeline.stages.hybrid_retriever import HybridRetriever
-from pipeline.stages.lookup import LookupStepAdder
+from pipeline.stages.producers import ProducerExpander
 from pipeline.stages.query_expand import KeywordQueryExpander
 from pipeline.stages.ref_expand import ReferenceExpander
 
@@ -21,6 +23,9 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     store = store or ChunkStore.open(settings)
     catalog_dir = settings.catalogs_path
     catalog = load_catalog(catalog_dir)
+    if not catalog.apis:
+        raise IndexNotBuiltError(f"the index in {settings.data_dir} holds no API (its corpus had no readable "
+                                 "spec): run `specrag index PATH...` on a folder of OpenAPI/Swagger files")
     indexes = load_api_indexes(catalog_dir, catalog)
     retriever = HybridRetriever.from_settings(store, settings)
     api_vectors = None
@@ -31,8 +36,9 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
                                   embed_query=store.embed_query, weights=settings.selection_weights,
                                   rrf_k=settings.selection_rrf_k)
     expander = KeywordQueryExpander(indexes.get)
-    synthesizer = None
+    synthesizer = decomposer = None
     if settings.llm_configured:
+        from pipeline.agentic.decompose import Decomposer
         from pipeline.cache import TTLCache
         from pipeline.llm import build_llm
         from pipeline.prompts import PromptSet
@@ -46,7 +52,10 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         selector = LLMApiSelector(llm, catalog, selector, prompts, settings, cache)
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
         synthesizer = Synthesizer(llm, prompts, settings)
-    steps = [LookupStepAdder(load_index=indexes.get, hydrate=store.hydrate, retriever=retriever)]
+        decomposer = Decomposer(llm, prompts, settings, cache)
+    steps = [ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
+    known = frozenset(store.complete_api_ids() & catalog.ids())
+    graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalog_dir, api), known)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,
                           references=ReferenceExpander.from_settings(store, settings), synthesizer=synthesizer,
-                          settings=settings, known_apis=frozenset(store.complete_api_ids() & catalog.ids()))
+                          decomposer=decomposer, settings=settings, known_apis=known, graph=graph)

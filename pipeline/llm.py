@@ -1,8 +1,9 @@
 """The one place that talks to an LLM: building the client, retries, output validation.
 
 Transient failures (timeouts, 429, 5xx) are retried with tenacity (exponential backoff, full
-jitter), bounded by ``llm_max_attempts`` and by the ``llm_deadline_s`` deadline; each request's
-timeout is cut to the time left. Output that is not the expected JSON is re-asked once with the
+jitter), bounded by ``llm_max_attempts`` and by the deadline: ``llm_deadline_s`` from the call's
+start, or the query's own deadline (:mod:`pipeline.deadline`) when that comes first, so all the
+calls of one query together end within it. Each request's timeout is cut to the time left. Output that is not the expected JSON is re-asked once with the
 validation error. Anything else ends in ``LLMStageError(reason)``, which the stage turns into a
 fallback. The clients' own retries are off (``max_retries=0``) so that nothing retries twice.
 
@@ -31,6 +32,7 @@ from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, Field, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, wait_random_exponential
 
+from pipeline.deadline import current_deadline, earliest
 from pipeline.errors import LLMStageError
 from pipeline.prompts import REASK_PROMPT, PromptInfo
 from pipeline.settings import Settings
@@ -39,12 +41,16 @@ from pipeline.stages.results import LLMCall
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 RETRYABLE = frozenset({"timeout", "rate_limit", "server_error"})
+# every reason a call can fail with (failure_reason, plus an answer that never validated)
+CALL_FAILURE_REASONS = frozenset({"timeout", "rate_limit", "server_error", "client_error", "connection_error",
+                                  "unexpected_error", "invalid_output"})
 
 
 def build_llm(settings: Settings) -> LLM | None:
     """The configured client, or None in offline mode (no API key and no base URL)."""
     if not settings.llm_configured:
         return None
+    import openai.resources  # noqa: F401  the SDK imports this (~1-3 s) on its first request: not inside a query's deadline
     from llama_index.llms.openai import OpenAI
     from llama_index.llms.openai.utils import ALL_AVAILABLE_MODELS
 
@@ -250,13 +256,15 @@ async def _text(send: Send, messages: list[ChatMessage], make_call: Callable[[bo
 
 
 class _Call:
-    """One stage call's bounds and accounting: the policy, the deadline, the tally."""
+    """One stage call's bounds and accounting: the policy, the deadline, the tally.
+
+    The deadline is the earliest of the call's own ``llm_deadline_s``, the caller's ``deadline``
+    and the current query's (:func:`pipeline.deadline.current_deadline`)."""
 
     def __init__(self, llm: LLM, stage: str, prompt_info: PromptInfo, settings: Settings, deadline: float | None):
         self.llm, self.stage, self.info = llm, stage, prompt_info
         self.policy, self.tally = RetryPolicy.from_settings(settings), _Tally()
-        own = self.tally.started + self.policy.deadline_s
-        self.deadline = own if deadline is None else min(own, deadline)
+        self.deadline = earliest(self.tally.started + self.policy.deadline_s, deadline, current_deadline())
 
     def record(self, ok: bool) -> LLMCall:
         return self.tally.call(self.llm, self.stage, self.info, ok=ok)

@@ -20,6 +20,7 @@ PROMPT_VARS: dict[str, frozenset[str]] = {
     "select_apis": frozenset({"query", "catalog", "max_apis"}),
     "expand_query": frozenset({"query", "api_indexes", "max_terms"}),
     "synthesize": frozenset({"query", "context"}),
+    "decompose": frozenset({"query", "max_parts"}),
 }
 
 # Fed back after output that failed validation. Kept in code: it is part of the retry
@@ -70,13 +71,16 @@ def _braced(names: set[str] | frozenset[str]) -> str:
 
 
 class PromptSet(BaseModel):
-    """The three stage prompts, loaded together so a ``--prompts DIR`` swaps the whole set."""
+    """The stage prompts, loaded together so a ``--prompts DIR`` swaps the whole set. Every file
+    keeps its stable text first and the question last, so prompt caching (a local server's prefix
+    cache, a provider's prompt caching) reuses the shared prefix across questions."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     select_apis: PromptTemplate
     expand_query: PromptTemplate
     synthesize: PromptTemplate
+    decompose: PromptTemplate
     infos: dict[str, PromptInfo] = Field(default_factory=dict, description="prompt name -> PromptInfo")
 
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -50,10 +51,13 @@ class IndexRun(BaseModel):
 
 
 def update_index(settings: Settings, paths: list[Path], progress: bool = True, store=None) -> tuple[Settings, IndexRun]:
-    """Ingest ``paths``, rewrite changed catalogs, and bring the corpus's index up to date."""
+    """Ingest ``paths``, rewrite changed catalogs, and bring the corpus's index up to date.
+
+    ``progress`` bars are drawn only when stderr is a terminal: never ``\r`` frames in a log."""
     from pipeline.index.builder import IndexBuilder
     from pipeline.index.store import ChunkStore
 
+    progress = progress and sys.stderr.isatty()
     start = time.perf_counter()
     local = corpus_settings(settings, paths)
     ingest: CorpusIngest = ingest_paths(paths, local.chunk_max_tokens, progress=progress)

@@ -61,7 +61,8 @@ def api_index(api: ApiChunks) -> ApiIndex:
     schemas.sort(key=lambda s: (s.name.lower(), s.chunk_id))
     return ApiIndex(file_id=api.api.file_id, name=api.api.title or api.api.file_id,
                     endpoints=[grouped[p] for p in sorted(grouped)], schemas=schemas,
-                    domains=_domains(endpoints, uses, by_id))
+                    domains=_domains(endpoints, uses, by_id),
+                    resources=list(api.graph.resources) if api.graph is not None else [])
 
 
 def _schema_uses(endpoints: list[Chunk], by_id: dict[str, Chunk]) -> dict[str, dict[str, set[str]]]:

@@ -15,10 +15,12 @@ from pydantic import BaseModel, Field
 from pipeline.catalog.build import api_index, catalog_entry
 from pipeline.catalog.models import ApiIndex, Catalog
 from pipeline.errors import IndexNotBuiltError
+from pipeline.graph.models import ApiGraph
 from pipeline.specs.models import ApiChunks
 
 CATALOG_FILE = "catalog.json"
 INDEX_DIR = "indexes"
+GRAPH_DIR = "graphs"  # the dependency graph of each API, beside its index: read on demand, never at start
 
 
 class CatalogWriteReport(BaseModel):
@@ -48,15 +50,19 @@ def write_catalogs(apis: list[ApiChunks], catalog_dir: Path) -> CatalogWriteRepo
     body = json.dumps([e.model_dump(mode="json") for e in entries], sort_keys=True).encode()
     catalog = Catalog(version=hashlib.sha256(body).hexdigest()[:16], apis=entries)
     _write_if_changed(catalog_dir / CATALOG_FILE, _dump(catalog), report)
-    keep = set()
+    keep, graphs = set(), set()
     for api in apis:
         path = catalog_dir / INDEX_DIR / f"{api.api.file_id}.json"
         keep.add(path.name)
         _write_if_changed(path, _dump(api_index(api)), report)
-    for stale in sorted((catalog_dir / INDEX_DIR).glob("*.json")):
-        if stale.name not in keep:
-            stale.unlink()
-            report.removed.append(str(stale))
+        if api.graph is not None:
+            graphs.add(path.name)
+            _write_if_changed(catalog_dir / GRAPH_DIR / path.name, _dump(api.graph), report)
+    for folder, kept in ((INDEX_DIR, keep), (GRAPH_DIR, graphs)):
+        for stale in sorted((catalog_dir / folder).glob("*.json")):
+            if stale.name not in kept:
+                stale.unlink()
+                report.removed.append(str(stale))
     return report
 
 
@@ -70,6 +76,12 @@ def load_catalog(catalog_dir: Path) -> Catalog:
 def load_api_index(catalog_dir: Path, file_id: str) -> ApiIndex | None:
     path = catalog_dir / INDEX_DIR / f"{file_id}.json"
     return ApiIndex.model_validate_json(path.read_bytes()) if path.exists() else None
+
+
+def load_api_graph(catalog_dir: Path, file_id: str) -> ApiGraph | None:
+    """The API's dependency graph; None when the index predates graphs or the API has none."""
+    path = catalog_dir / GRAPH_DIR / f"{file_id}.json"
+    return ApiGraph.model_validate_json(path.read_bytes()) if path.exists() else None
 
 
 def load_api_indexes(catalog_dir: Path, catalog: Catalog) -> dict[str, ApiIndex]:

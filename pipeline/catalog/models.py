@@ -6,6 +6,8 @@ from enum import Enum
 
 from pydantic import BaseModel, Field
 
+from pipeline.graph.models import ResourceEntry
+
 
 class CatalogEntry(BaseModel):
     file_id: str
@@ -57,3 +59,5 @@ class ApiIndex(BaseModel):
     endpoints: list[EndpointEntry] = Field(default_factory=list)
     schemas: list[SchemaEntry] = Field(default_factory=list)
     domains: list[DomainGroup] = Field(default_factory=list)
+    resources: list[ResourceEntry] = Field(default_factory=list,
+                                           description="resource types of the dependency graph: lookups, consumers")

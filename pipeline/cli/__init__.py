@@ -1,6 +1,10 @@
 """specrag: answers "how do I do X with these APIs?" over a fleet of OpenAPI specs.
 
 Each command module adds its parsers and sets ``handler`` (``(args, settings) -> exit code``).
+
+Exit codes: 0 done; 2 a user error (bad argument, missing or unusable path, bad setting, unknown
+API, empty corpus), one line on stderr; 3 an ``eval --mode llm`` run in which every LLM call failed; 130
+interrupted; 141 stdout's reader went away (``| head``).
 """
 
 from __future__ import annotations
@@ -9,32 +13,51 @@ import argparse
 import logging
 import sys
 
-from pipeline.cli import evaluate, ingest, query, serve
-from pipeline.cli.common import add_common, build_settings
+from pipeline.cli import evaluate, graph, ingest, query, serve
+from pipeline.cli.common import CommandParser, add_common, build_settings
+from pipeline.cli.output import cli_logging, reader_gone, safe_streams
 from pipeline.errors import SpecragError
+
+EXIT_USER_ERROR, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
 
 
 def parser() -> argparse.ArgumentParser:
     from pipeline.bench import add_bench_parser
+    from pipeline.versions import package_versions
 
     root = argparse.ArgumentParser(prog="specrag", description=__doc__.splitlines()[0])
-    sub = root.add_subparsers(dest="command", required=True)
-    for module in (ingest, query, evaluate, serve):
+    version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")
+    root.add_argument("--version", action="version", version=f"specrag {version}")
+    sub = root.add_subparsers(dest="command", required=True, parser_class=CommandParser)
+    for module in (ingest, query, graph, evaluate, serve):
         module.add_parsers(sub)
     add_bench_parser(sub, add_common)
     return root
 
 
 def main(argv: list[str] | None = None) -> int:
+    safe_streams()
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on itself
-    try:
-        return args.handler(args, build_settings(args))
-    except SpecragError as exc:
-        print(f"specrag: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("specrag: interrupted", file=sys.stderr)
-        return 130
+    with cli_logging(getattr(args, "verbose", False)):
+        try:
+            code = args.handler(args, build_settings(args))
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+            return code
+        except SpecragError as exc:
+            print(f"specrag: error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_USER_ERROR
+        except BrokenPipeError:
+            reader_gone()
+            return EXIT_BROKEN_PIPE
+        except OSError as exc:  # a path that cannot be used: not a folder, no permission, disk full
+            logging.getLogger("pipeline.cli").info("file system error", exc_info=True)  # the trace with -v
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"specrag: error: {exc.strerror or _one_line(exc)}{where}", file=sys.stderr)
+            return EXIT_USER_ERROR
+        except KeyboardInterrupt:
+            print("specrag: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

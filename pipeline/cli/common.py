@@ -6,22 +6,48 @@ import argparse
 import sys
 from pathlib import Path
 
+from pipeline.cli.output import show_progress
+from pipeline.envfile import explicit_env_file
 from pipeline.settings import Settings
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser whose first word may name a nested command (``eval compare A B``) while
+    its own positionals stay free (``eval SET.jsonl...``); each nested command has its own --help."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.nested: dict[str, CommandParser] = {}
+
+    def add_nested(self, name: str, **kwargs) -> "CommandParser":
+        self.nested[name] = CommandParser(prog=f"{self.prog} {name}", **kwargs)
+        return self.nested[name]
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        if args and args[0] in self.nested:
+            return self.nested[args[0]].parse_known_args(args[1:], namespace)
+        return super().parse_known_args(args, namespace)
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", dest="data_dir", type=Path, help="index folder (env SPECRAG_DATA_DIR, default .specrag)")
-    p.add_argument("--catalog-dir", dest="catalog_dir", type=Path, help="catalog folder (default <data-dir>/catalogs)")
+    p.add_argument("--catalog-dir", dest="catalog_dir", type=Path,
+                   help="catalog folder (default: the corpus's index folder, <data-dir>/corpora/<name>/catalogs)")
+    p.add_argument("--env-file", dest="env_file", type=Path,
+                   help="read settings from this .env (default: $SPECRAG_ENV_FILE, else the specrag project's .env)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the human view")
-    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true", help="also log what specrag does (info level)")
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
-    overrides = {}
+    overrides: dict = {}
     for field in ("data_dir", "catalog_dir", "prompts_dir"):
         value = getattr(args, field, None)
         if value is not None:
             overrides[field] = value
+    if getattr(args, "env_file", None) is not None:
+        overrides["_env_file"] = explicit_env_file(args.env_file, "--env-file")
     return Settings(**overrides)
 
 
@@ -35,13 +61,14 @@ def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path]
     from pipeline.workspace import corpus_settings, update_index
 
     if corpus:
-        local, _ = update_index(settings, corpus, progress=not getattr(args, "json", False))
+        local, _ = update_index(settings, corpus, progress=show_progress(args))
     else:
         local = corpus_settings(settings)
+    engine = build_engine(local)
     if not local.llm_configured and not getattr(args, "json", False):
         print("offline mode: no OPENAI_API_KEY / SPECRAG_LLM_BASE_URL; stages 1-2 use keyword methods",
               file=sys.stderr)
-    return local, build_engine(local)
+    return local, engine
 
 
 def format_ingest_report(report) -> str:

@@ -1,20 +1,28 @@
-"""``specrag eval`` (and ``eval compare``)."""
+"""``specrag eval`` and ``specrag eval compare``.
+
+An ``--mode llm`` run in which every LLM call failed (each query got the keyword fallback's
+answer) still writes its report, then warns on stderr and exits with ``EXIT_LLM_ALL_FAILED``.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline.cli.common import add_common, offline, open_engine
+from pipeline.cli.output import print_json, show_progress
 from pipeline.errors import SpecragError
 from pipeline.settings import Settings
 
+EXIT_LLM_ALL_FAILED = 3
+
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="run labeled query sets (or: eval compare RUN_A RUN_B)")
-    p.add_argument("sets", nargs="+", help="SET.jsonl files, or: compare RUN_A RUN_B")
+    p = sub.add_parser("eval", help="run labeled query sets (and: eval compare RUN_A RUN_B)",
+                       epilog="To diff two runs: specrag eval compare RUN_A RUN_B [--json] (see its --help).")
+    p.add_argument("sets", nargs="+", help="SET.jsonl files")
     p.add_argument("--corpus", nargs="+", type=Path, help="spec files/folders to search (indexed once, reused)")
     p.add_argument("--mode", choices=["offline", "llm"], default="offline")
     p.add_argument("--setting", choices=["fleet", "oracle"], default="fleet")
@@ -26,15 +34,27 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.set_defaults(handler=evaluate)
 
+    c = p.add_nested("compare", description="Metric deltas from run A to run B, and the queries that got "
+                     "better or worse.")
+    c.add_argument("run_a", type=Path, help="the baseline: a run folder (or its results.json)")
+    c.add_argument("run_b", type=Path, help="the run to compare with it")
+    c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    c.add_argument("-v", "--verbose", action="store_true")
+    c.set_defaults(handler=compare)
+
+
+def compare(args: argparse.Namespace, settings: Settings) -> int:
+    from evals.compare import compare as compare_runs, format_comparison
+
+    comparison = compare_runs(args.run_a, args.run_b)
+    if args.json:
+        print_json(comparison)
+    else:
+        print(format_comparison(comparison), end="")
+    return 0
+
 
 def evaluate(args: argparse.Namespace, settings: Settings) -> int:
-    if args.sets[0] == "compare":
-        from evals.compare import compare_runs
-
-        if len(args.sets) != 3:
-            raise SpecragError("usage: specrag eval compare RUN_A RUN_B")
-        print(compare_runs(Path(args.sets[1]), Path(args.sets[2])))
-        return 0
     from evals.querysets import load_query_sets
     from evals.runner import run_eval, write_run
 
@@ -54,14 +74,32 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
         baselines = [FlatBaseline.build(store, local.data_dir / "baselines"), ChunkFlatBaseline(store)]
         baselines += [OracleBm25Baseline(store)] if args.setting == "oracle" else []
     run = run_eval(queries, engine, store, baselines=baselines,
-                   mode=args.mode, setting=args.setting, progress=not args.json,
+                   mode=args.mode, setting=args.setting, progress=show_progress(args),
                    run_info={"corpus": [str(p) for p in args.corpus], "sets": args.sets, "settings": local,
                              "prompts_dir": str(local.prompts_dir)})
     out = args.out or Path("runs") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     write_run(run, out)
     if args.json:
-        print(json.dumps(run.metrics.model_dump(mode="json")))
+        print_json(run.metrics)
     else:
         print((out / "report.md").read_text())
         print(f"written: {out / 'report.md'}, {out / 'results.json'}")
+    if args.mode == "llm" and every_llm_call_failed(run):
+        print(f"specrag: warning: every LLM call of this --mode llm run failed; the results are the keyword "
+              f"fallback's (reasons: {_reasons(run)})", file=sys.stderr)
+        return EXIT_LLM_ALL_FAILED
     return 0
+
+
+def every_llm_call_failed(run) -> bool:
+    """At least one LLM call was made, and each one ended in a fallback (a cached answer was a success)."""
+    from pipeline.llm import CALL_FAILURE_REASONS
+
+    calls = sum(q.llm.calls for q in run.queries)
+    failed = sum(1 for q in run.queries for f in q.fallbacks if f.reason in CALL_FAILURE_REASONS)
+    return calls > 0 and failed >= calls
+
+
+def _reasons(run) -> str:
+    counts = run.metrics.overall.fallback_counts
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"

@@ -1,4 +1,9 @@
-"""``specrag ingest`` and ``specrag index``."""
+"""``specrag ingest`` and ``specrag index``.
+
+Both put the catalogs in the same place, the corpus's own catalog folder
+(``<data-dir>/corpora/<name>-<hash>/catalogs``, or ``--catalog-dir``), which is where ``index``
+and ``query`` read them. A corpus with no usable spec is reported, then a one-line error (exit 2).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,13 @@ import logging
 from pathlib import Path
 
 from pipeline.cli.common import add_common, format_ingest_report
+from pipeline.cli.output import print_json, show_progress
+from pipeline.errors import CorpusError
 from pipeline.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ingest", help="read specs, chunk them, write catalogs, print the ingest report")
+    p = sub.add_parser("ingest", help="read specs, chunk them, write the corpus's catalogs, print the ingest report")
     p.add_argument("paths", nargs="+", type=Path)
     p.add_argument("--no-catalogs", action="store_true", help="only report; write no catalog files")
     add_common(p)
@@ -26,27 +33,39 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def ingest(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.catalog.io import write_catalogs
     from pipeline.specs.ingest import ingest_paths
+    from pipeline.workspace import corpus_settings
 
-    result = ingest_paths(args.paths, settings.chunk_max_tokens, progress=not args.json)
-    if not args.no_catalogs:
-        written = write_catalogs(result.apis, settings.catalogs_path)
-        logging.getLogger("specrag").info("catalogs: %d written, %d unchanged in %s", len(written.written),
-                                          written.unchanged, settings.catalogs_path)
-    print(result.report.model_dump_json() if args.json else format_ingest_report(result.report))
+    result = ingest_paths(args.paths, settings.chunk_max_tokens, progress=show_progress(args))
+    if not args.no_catalogs and result.apis:
+        catalogs = corpus_settings(settings, args.paths).catalogs_path
+        written = write_catalogs(result.apis, catalogs)
+        logging.getLogger("pipeline.cli").info("catalogs: %d written, %d unchanged in %s", len(written.written),
+                                               written.unchanged, catalogs)
+    if args.json:
+        print_json(result.report)
+    else:
+        print(format_ingest_report(result.report))
+    _require_specs(result.report.specs_read, args.paths, "nothing to catalog")
     return 0
 
 
 def index(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.workspace import update_index
 
-    local, run = update_index(settings, args.paths, progress=not args.json)
-    if args.json:
-        print(run.model_dump_json())
-        return 0
+    local, run = update_index(settings, args.paths, progress=show_progress(args))
     idx = run.index
-    print(format_ingest_report(run.ingest))
-    print(f"index {local.data_dir}: {len(idx['apis_added'])} added, {len(idx['apis_updated'])} updated, "
-          f"{len(idx['apis_unchanged'])} unchanged, {len(idx['apis_removed'])} removed, "
-          f"{len(idx['apis_repaired'])} repaired; {idx['chunks_embedded']} chunks embedded "
-          f"({idx['chunks_per_s']:.0f}/s), search mode {idx['search_mode']}, {run.seconds:.1f} s")
+    if args.json:
+        print_json(run)
+    else:
+        print(format_ingest_report(run.ingest))
+        print(f"index {local.data_dir}: {len(idx['apis_added'])} added, {len(idx['apis_updated'])} updated, "
+              f"{len(idx['apis_unchanged'])} unchanged, {len(idx['apis_removed'])} removed, "
+              f"{len(idx['apis_repaired'])} repaired; {idx['chunks_embedded']} chunks embedded "
+              f"({idx['chunks_per_s']:.0f}/s), search mode {idx['search_mode']}, {run.seconds:.1f} s")
+    _require_specs(run.ingest.specs_read, args.paths, "nothing was indexed")
     return 0
+
+
+def _require_specs(specs_read: int, paths: list[Path], outcome: str) -> None:
+    if specs_read == 0:
+        raise CorpusError(f"{outcome}: no readable OpenAPI/Swagger spec in {', '.join(map(str, paths))}")

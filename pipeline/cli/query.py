@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from pipeline.cli.common import add_common, open_engine
+from pipeline.cli.output import print_json, text_argument
 from pipeline.settings import Settings
 
 
@@ -23,11 +24,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def query(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.render import render_markdown
 
+    question = text_argument(args.question)
     _, engine = open_engine(args, settings, args.corpus)
-    apis = [a.strip() for a in args.apis.split(",") if a.strip()] if args.apis else None
+    apis = [a.strip() for a in text_argument(args.apis).split(",") if a.strip()] if args.apis else None
     if apis is None and engine.synthesizer is not None and engine.settings.synthesize and not args.json:
-        print(engine.query(args.question).response)
+        print(engine.query(question).response)
         return 0
-    ctx = engine.retrieve_context(args.question, apis=apis)
-    print(ctx.to_json() if args.json else render_markdown(ctx))
+    ctx = engine.retrieve_context(question, apis=apis)
+    if args.json:
+        print_json(ctx, indent=2)
+    else:
+        print(render_markdown(ctx))
     return 0

@@ -10,11 +10,16 @@ Refs are links, never inlined, so cycles need no special care.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pipeline.graph.build import api_graph
+from pipeline.graph.infer import operation_deps
+from pipeline.graph.links import StatedLink, stated_links
+from pipeline.graph.models import ApiGraph, OperationDeps
 from pipeline.specs import ids, servers, text
 from pipeline.specs.compact import compact_component
 from pipeline.specs.loader import Resolved, SpecSource, Unresolved, spec_format
@@ -22,7 +27,10 @@ from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 from pipeline.specs.render import strip_markdown, to_yaml
 from pipeline.specs.split import split_chunk
 
-CHUNKER_VERSION = "6"  # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids; 6: base URL + auth
+logger = logging.getLogger(__name__)
+# 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids;
+# 6: operation chunks carry params and producers (the dependency graph); 7: base URL, auth, compact text
+CHUNKER_VERSION = "7"
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
 MAX_REF_HOPS = 8  # a path item or operation that is a $ref to a $ref ... (multi-file specs)
@@ -58,6 +66,10 @@ class SpecChunker:
         self.queue: deque[Fragment] = deque()
         self.stats = RefStats()
         self.unresolved_samples: list[str] = []
+        self.deps: list[OperationDeps] = []
+        self.links: list[StatedLink] = []
+        self.operation_ids: dict[str, str] = {}
+        self._graph_refs: dict[tuple[str, Path], tuple | None] = {}
 
     # ---- phase 1: where the chunks are ------------------------------------------------------
     def _register(self, frag: Fragment, tokens: tuple[str, ...]) -> None:
@@ -142,11 +154,40 @@ class SpecChunker:
         while self.queue:
             frag = self.queue.popleft()
             chunks.extend(self._build(frag))
+        graph = self._graph(chunks)
         chunks = [part for chunk in chunks for part in split_chunk(chunk, self.max_tokens, self.count_tokens)]
         chunks, dropped = _unique(chunks)
         _link_inverse(chunks)
-        return ApiChunks(api=self._api_info(), chunks=chunks, refs=self.stats,
+        return ApiChunks(api=self._api_info(), chunks=chunks, refs=self.stats, graph=graph,
                          unresolved_samples=self.unresolved_samples, dropped=dropped)
+
+    def _graph(self, chunks: list[Chunk]) -> ApiGraph | None:
+        """The dependency graph; each operation chunk gets its parameters and their producers.
+        A failure costs the graph (logged), never the API's chunks."""
+        try:
+            graph = api_graph(self.file_id, self.deps, self.links, self.operation_ids)
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
+            logger.warning("%s: no dependency graph (%s: %s)", self.file_id, type(exc).__name__, exc)
+            return None
+        params = {d.chunk_id: d.params for d in graph.operations}
+        producers: dict[str, list] = {}
+        produced = graph.produced()
+        for edge in graph.edges:
+            producers.setdefault(edge.consumer, []).append(edge)
+        for chunk in chunks:
+            if chunk.type is ChunkType.ENDPOINT:
+                chunk.params, chunk.producers = params.get(chunk.id, []), producers.get(chunk.id, [])
+                chunk.produces = produced.get(chunk.id, [])
+        return graph
+
+    def _resolve_for_graph(self, ref: str, base: Path):
+        """Each operation's body walk meets the same refs again: each is resolved once per spec."""
+        key = (ref, base)
+        if key not in self._graph_refs:
+            target = self.src.resolve(ref, base)
+            self._graph_refs[key] = None if not isinstance(target, Resolved) else (
+                target.value, target.file, target.tokens[-1] if target.tokens else Path(target.file).stem)
+        return self._graph_refs[key]
 
     def _build(self, frag: Fragment) -> list[Chunk]:
         if frag.type is ChunkType.ENDPOINT:
@@ -175,6 +216,7 @@ class SpecChunker:
                 refs.setdefault(rid, []).extend(locs)
             op["parameters"] = _merge_params(shared, op.get("parameters"))
         self._security_refs(op.get("security", self.doc.get("security")), refs)
+        self._record_deps(frag, shared)
         out: list[Chunk] = []
         webhook = frag.kind == "webhook"
         where = f"webhook {frag.path} ({frag.method})" if webhook else f"{frag.method} {frag.path}"
@@ -197,6 +239,17 @@ class SpecChunker:
                                **_labelled(webhook, text.operation_texts(frag.method, frag.path, op)), op=op)
         out.insert(0, endpoint.model_copy(update={"base_urls": urls, "auth": auth}))
         return out
+
+    def _record_deps(self, frag: Fragment, shared: list) -> None:
+        """What the operation consumes and produces, for the graph built once all are read.
+        A webhook is a call the API makes, so it neither consumes nor produces for the caller."""
+        if frag.kind == "webhook":
+            return
+        self.deps.append(operation_deps(frag.id, frag.method, frag.path, frag.value, self._resolve_for_graph,
+                                        frag.file, shared, frag.extra["item_file"]))
+        self.links += stated_links(frag.id, frag.value, self._resolve_for_graph, frag.file)
+        if frag.name:
+            self.operation_ids.setdefault(frag.name, frag.id)
 
     def _chunk(self, frag: Fragment, body: str, refs: dict[str, list[str]], *, embed_text: str, search_text: str,
                op: dict | None = None) -> Chunk:

@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from pipeline.specs.files import safe_text
 
+from pipeline.graph.models import ApiGraph, DependencyEdge, ParamNeed
+
 
 class ChunkType(str, Enum):
     ENDPOINT = "endpoint"
@@ -48,6 +50,10 @@ class Chunk(BaseModel):
     auth: list[str] = Field(default_factory=list, description="an operation's accepted security requirements")
     compact_text: str = Field("", description="a component's names and types only, how it is shown as a reference")
     compact_tokens: int = 0
+    params: list[ParamNeed] = Field(default_factory=list, description="operations: parameters a caller must fill")
+    producers: list[DependencyEdge] = Field(default_factory=list,
+                                            description="operations: who can fill each id parameter, best first")
+    produces: list[str] = Field(default_factory=list, description="operations: resource types whose ids it returns")
 
     def metadata(self) -> dict[str, str | int | float | bool]:
         """Flat metadata, as Chroma accepts it; ``ref_ids``/``referenced_by``/``tags`` are JSON."""
@@ -68,6 +74,9 @@ class Chunk(BaseModel):
             "auth": json.dumps(self.auth),
             "compact_text": self.compact_text,
             "compact_tokens": self.compact_tokens,
+            "params": json.dumps([p.model_dump(mode="json") for p in self.params]),
+            "producers": json.dumps([e.model_dump(mode="json", exclude={"consumer"}) for e in self.producers]),
+            "produces": json.dumps(self.produces),
         }
 
     @classmethod
@@ -94,6 +103,9 @@ class Chunk(BaseModel):
             auth=_json_or(metadata.get("auth"), [], list),
             compact_text=str(metadata.get("compact_text", "") or ""),
             compact_tokens=int(metadata.get("compact_tokens", 0) or 0),
+            params=decode_params(metadata.get("params")),
+            producers=decode_producers(chunk_id, metadata.get("producers")),
+            produces=[str(r) for r in _json_or(metadata.get("produces"), [], list)],
         )
 
 
@@ -107,10 +119,38 @@ def _json_or(raw: Any, default: Any, expected: type) -> Any:
     return value if isinstance(value, expected) else default
 
 
+JSON_TEXT_FIELDS: dict[str, type] = {"tags": list, "ref_ids": dict, "referenced_by": list}
+
+
+def decoded_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Stored metadata with its JSON-text fields (``JSON_TEXT_FIELDS``) as real lists and objects;
+    a malformed one becomes empty, as in :meth:`Chunk.from_metadata`."""
+    return {key: _json_or(value, JSON_TEXT_FIELDS[key](), JSON_TEXT_FIELDS[key]) if key in JSON_TEXT_FIELDS else value
+            for key, value in metadata.items()}
+
+
 def decode_ref_ids(raw: Any) -> list[str]:
     """Chunk ids from a stored ``ref_ids`` value; malformed metadata means no refs."""
     value = _json_or(raw, {}, dict) if not isinstance(raw, list) else {str(x): [] for x in raw}
     return [k for k in value if isinstance(k, str)]
+
+
+def decode_params(raw: Any) -> list[ParamNeed]:
+    """Stored ``params`` metadata; malformed entries are dropped, never an error."""
+    return [p for item in _json_or(raw, [], list) if (p := _valid(ParamNeed, item)) is not None]
+
+
+def decode_producers(consumer: str, raw: Any) -> list[DependencyEdge]:
+    """Stored ``producers`` metadata of operation ``consumer``; malformed entries are dropped."""
+    items = [{**item, "consumer": consumer} for item in _json_or(raw, [], list) if isinstance(item, dict)]
+    return [e for item in items if (e := _valid(DependencyEdge, item)) is not None]
+
+
+def _valid(model: type[BaseModel], item: Any) -> Any:
+    try:
+        return model.model_validate(item)
+    except ValueError:
+        return None
 
 
 class ApiInfo(BaseModel):
@@ -166,6 +206,7 @@ class ApiChunks(BaseModel):
     api: ApiInfo
     chunks: list[Chunk]
     refs: RefStats
+    graph: ApiGraph | None = Field(None, description="the call-dependency graph of the API's operations")
     unresolved_samples: list[str] = Field(default_factory=list, description="a few unresolved refs, for the report")
     dropped: dict[str, int] = Field(default_factory=dict, description="elements left out, by reason (duplicate_id)")
 

@@ -102,22 +102,26 @@ class LLMQueryExpander(LLMStage):
         return {"query": query, "api_indexes": self.render_indexes(query, indexes), "max_terms": MAX_TERMS}
 
     def render_indexes(self, query: str, indexes: list[ApiIndex]) -> str:
-        """Each API gets an equal share of the budget; lines sharing words with the query go first."""
+        """Each API gets an equal share of the budget; when its lines do not all fit, those sharing
+        words with the query are kept first. Kept lines stay in index order, so an index that fits
+        renders the same for every question (a prompt prefix the server can cache)."""
         fixed = self.count(self.prompt.format(query=query, api_indexes="", max_terms=MAX_TERMS))
         share = (self.settings.expansion_prompt_token_budget - fixed) // len(indexes)
         stems = {w.rstrip("s") for w in identifier_words(query) if len(w) > 2}
         blocks = []
         for index in indexes:
-            lines = sorted(index_lines(index),
-                           key=lambda ln: -len(stems & {w.rstrip("s") for w in identifier_words(ln)}))
-            block = [f"## {index.file_id} — {index.name}"]
-            left = share - self.count(block[0]) - 2
-            for line in lines:
-                left -= self.count(line) + 1
+            lines = index_lines(index)
+            header = f"## {index.file_id} — {index.name}"
+            left = share - self.count(header) - 2
+            order = sorted(range(len(lines)),
+                           key=lambda i: -len(stems & {w.rstrip("s") for w in identifier_words(lines[i])}))
+            kept = set()
+            for i in order:
+                left -= self.count(lines[i]) + 1
                 if left < 0:
                     break
-                block.append(line)
-            blocks.append("\n".join(block))
+                kept.add(i)
+            blocks.append("\n".join([header, *(lines[i] for i in sorted(kept))]))
         return "\n\n".join(blocks)
 
     def _indexes(self, selected_apis: list[str], result: QueryExpansion) -> list[ApiIndex]:

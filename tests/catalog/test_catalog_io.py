@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.catalog.io import CATALOG_FILE, INDEX_DIR, load_api_index, load_catalog, write_catalogs
+from pipeline.catalog.io import CATALOG_FILE, GRAPH_DIR, INDEX_DIR, load_api_index, load_catalog, write_catalogs
 from pipeline.errors import IndexNotBuiltError
 from pipeline.specs.ingest import ingest_paths
 
@@ -65,12 +65,13 @@ def test_output_is_deterministic(specs, tmp_path):
     first = _write(specs, tmp_path / "a")
     second = _write(specs, tmp_path / "b")
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
-    assert [str(p) for p in files] == ["catalog.json", "indexes/alpha.json", "indexes/beta.json", "indexes/gamma.json"]
+    names = ["alpha.json", "beta.json", "gamma.json"]
+    assert [str(p) for p in files] == ["catalog.json", *(f"graphs/{n}" for n in names), *(f"indexes/{n}" for n in names)]
     for rel in files:
         assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
-    assert len(first.written) == len(second.written) == 4
+    assert len(first.written) == len(second.written) == 7
     again = _write(specs, tmp_path / "a")
-    assert (again.written, again.unchanged, again.removed) == ([], 4, [])
+    assert (again.written, again.unchanged, again.removed) == ([], 7, [])
 
 
 def test_catalog_and_index_content(specs, tmp_path):
@@ -97,8 +98,9 @@ def test_regenerating_after_one_spec_changed_rewrites_only_it(specs, tmp_path):
     (specs / "beta.yaml").write_text(_spec("Beta", "bananas", EXTRA.format(r="bananas")).replace(
         "The Beta API for bananas.", "The Beta API, now with deletes."))
     report = _write(specs, out)
-    assert sorted(Path(p).relative_to(out).as_posix() for p in report.written) == ["catalog.json", "indexes/beta.json"]
-    assert report.unchanged == 2 and report.removed == []
+    assert sorted(Path(p).relative_to(out).as_posix() for p in report.written) == [
+        "catalog.json", "graphs/beta.json", "indexes/beta.json"]  # beta gained GET /bananas/{id}: a new consumer
+    assert report.unchanged == 4 and report.removed == []
     mtimes = {p.relative_to(out).as_posix(): p.stat().st_mtime for p in out.rglob("*.json")}
     assert mtimes["indexes/alpha.json"] == mtimes["indexes/gamma.json"] == 1_000_000
     assert mtimes["indexes/beta.json"] > 1_000_000 and mtimes["catalog.json"] > 1_000_000
@@ -123,8 +125,8 @@ def test_removed_spec_index_is_deleted(specs, tmp_path):
     _write(specs, out)
     (specs / "gamma.yaml").unlink()
     report = _write(specs, out)
-    assert [Path(p).name for p in report.removed] == ["gamma.json"]
-    assert not (out / INDEX_DIR / "gamma.json").exists()
+    assert [Path(p).relative_to(out).as_posix() for p in report.removed] == ["indexes/gamma.json", "graphs/gamma.json"]
+    assert not (out / INDEX_DIR / "gamma.json").exists() and not (out / GRAPH_DIR / "gamma.json").exists()
     assert load_catalog(out).ids() == {"alpha", "beta"}
     assert [Path(p).name for p in report.written] == [CATALOG_FILE]
     assert not list(out.rglob("*.tmp"))

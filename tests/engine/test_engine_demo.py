@@ -42,7 +42,7 @@ def test_offline_stats_name_the_fallbacks_and_every_stage_time(demo_engine):
 def test_oracle_apis_restrict_every_result_no_filter_leak(demo_engine):
     ctx = demo_engine.retrieve_context("How do I create a user?", apis=[PETS])
     assert ctx.primary_chunks, "pets has endpoints, so something comes back"
-    assert {c.metadata["source_file"] for c in ctx.chunks} == {PETS}
+    assert {c.metadata["api"] for c in ctx.chunks} == {PETS}
     assert all(i.startswith(PETS + ":") for i in ctx.retrieval_stats.ranking)
 
 
@@ -102,4 +102,4 @@ def test_context_round_trips_as_json(demo_engine):
     again = KnowledgeContext.model_validate_json(ctx.to_json())
     assert again == ctx
     first = again.primary_chunks[0]
-    assert {"source_file", "type", "method", "path", "name"} <= set(first.metadata)
+    assert {"api", "type", "method", "path", "name"} <= set(first.metadata)

@@ -117,3 +117,42 @@ def test_ref_closure_skips_the_parts_of_a_split_chunk():
     lookup = DictLookup([make_chunk(root, [a, part2]), make_chunk(part2), make_chunk(a, [a + ":part2"]),
                          make_chunk(a + ":part2")])
     assert m.ref_closure(root, lookup.get_chunks) == {a}
+
+
+def test_hidden_step_recovery_at_k():
+    from evals.metrics import hidden_step_recovery_at_k
+
+    assert hidden_step_recovery_at_k(["s", "x", "c"], ["s", "c"], 10) == 1.0
+    assert hidden_step_recovery_at_k(["c", "x", "s"], ["s", "c"], 2) == 0.0  # the hidden call is 3rd
+    assert hidden_step_recovery_at_k(["a", "c"], ["a", "b", "c"], 10) == 0.0  # b missing
+    assert hidden_step_recovery_at_k(["c"], ["c"], 10) is None  # nothing hidden
+    assert hidden_step_recovery_at_k(["s"], ["s", "s"], 10) is None  # the same call twice hides nothing
+
+
+def test_ordered_pair_accuracy():
+    from evals.metrics import gold_pairs, ordered_pair_accuracy
+
+    assert gold_pairs(["a", "b", "c"]) == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert gold_pairs(["s", "s"]) == [] and gold_pairs(["a", "b", "a", "b"]) == [("a", "b"), ("b", "a")]
+    assert ordered_pair_accuracy(["a", "b", "c"], ["a", "b", "c"]) == 1.0
+    assert ordered_pair_accuracy(["b", "a", "c"], ["a", "b", "c"]) == 2 / 3  # (a, b) reversed
+    assert ordered_pair_accuracy(["a", "c"], ["a", "b", "c"]) == 1 / 3  # pairs with b missing count wrong
+    assert ordered_pair_accuracy([], ["a", "b"]) == 0.0
+    assert ordered_pair_accuracy(["a"], ["a"]) is None
+
+
+def test_pair_order_accuracy_reads_only_the_pairs_the_plan_holds():
+    from evals.metrics import pair_order_accuracy
+
+    assert pair_order_accuracy(["a", "c"], ["a", "b", "c"]) == 1.0  # (a, c) in order; pairs with b not held
+    assert pair_order_accuracy(["c", "b", "a"], ["a", "b", "c"]) == 0.0
+    assert pair_order_accuracy(["x"], ["a", "b"]) is None
+
+
+def test_edge_hits():
+    from evals.metrics import edge_hits
+
+    steps = [("search", {}), ("credits", {"movie_id": {"search", "top"}}),
+             ("person", {"person_id": {"search_person"}, "lang_id": set()})]
+    assert edge_hits(steps) == (1, 3)
+    assert edge_hits([("a", {"x_id": {"b"}})]) == (0, 0)  # the first call's parameters come from the question

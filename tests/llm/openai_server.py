@@ -2,7 +2,7 @@
 
 Each test queues replies (answer text, status code, delay, headers); the server answers
 ``POST /v1/chat/completions`` with them in order, then with ``default``, and records every request
-body so tests can assert on what the real client sent.
+body (and its Authorization header) so tests can assert on what the real client sent.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def answer(payload: dict | str, **kwargs) -> Reply:
 class ScriptedServer:
     def __init__(self) -> None:
         self.requests: list[dict] = []
+        self.authorizations: list[str | None] = []  # the Authorization header of every request
         self.default: Reply | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -90,6 +91,7 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802 (http.server naming)
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            server.authorizations.append(self.headers.get("Authorization"))
             if not self.path.endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             reply = server.next_reply(body)

@@ -12,9 +12,10 @@ from pipeline.prompts import prompt_hash
 from .openai_server import answer
 
 
-def test_llm_engine_lists_selection_expansion_and_synthesis_prompts(llm_engine, prompts):
+def test_llm_engine_lists_selection_expansion_synthesis_and_decomposition_prompts(llm_engine, prompts):
     prompts_by_key = llm_engine().get_prompts()
-    assert set(prompts_by_key) == {"selector:select_apis", "expander:expand_query", "synthesizer:synthesize"}
+    assert set(prompts_by_key) == {"selector:select_apis", "expander:expand_query", "synthesizer:synthesize",
+                                   "decomposer:decompose"}
     assert prompts_by_key["selector:select_apis"].get_template() == prompts.select_apis.get_template()
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
+from pipeline.errors import SettingsError
 from pipeline.settings import Settings
 from pipeline.specs.limits import SpecLimits
 
@@ -28,5 +28,5 @@ def test_limits_come_from_the_environment(monkeypatch):
                                          ("SPECRAG_SPEC_MAX_DEPTH", "100000"), ("SPECRAG_SPEC_MAX_NODES", "many")])
 def test_bad_limits_are_refused(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
-    with pytest.raises(ValidationError, match=name):
+    with pytest.raises(SettingsError, match=name):
         Settings()

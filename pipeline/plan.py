@@ -1,0 +1,187 @@
+"""Ordered plans: the operations a question needs, in call order, each with its budgeted
+context and where every parameter's value comes from.
+
+Built on a query's ranking, after producer expansion. The target is the first primary hit
+that takes an id which an operation ranked above it produces (the question asks for what the
+ids lead to), else the best operation the retriever found itself. The target's parameters are bound to operations ranked above it that
+produce them, those that need no id first, then the nearest (recursively); operations placed
+to use what a plan step finds are appended after it. Every parameter is bound to an earlier
+step's response field (``GET /search/movie -> results[].id -> {movie_id}``) or to the question.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from pipeline.context import ContextChunk, RetrievalStats
+from pipeline.graph.models import DependencyEdge
+from pipeline.specs.ids import parse_operation_id
+from pipeline.specs.models import Chunk
+from pipeline.stages.producers import step_label
+
+MIN_STEP_TOKENS = 300
+FROM_QUESTION = "from the question"
+FOLLOW_UP = "uses the "  # how producer expansion marks the call it adds after a lookup
+
+
+class ParamBinding(BaseModel):
+    param: str
+    location: str = ""
+    source: str = Field(description="'step' (an earlier step's response) or 'question'")
+    from_step: int | None = Field(None, description="the step number whose response provides it")
+    field: str = Field("", description="the response field, e.g. 'results[].id'")
+    label: str = Field(description="'GET /search/movie -> results[].id -> {movie_id}' or 'from the question'")
+
+
+class PlanStep(BaseModel):
+    step: int
+    chunk_id: str
+    method: str
+    path: str
+    operation_id: str = ""
+    reason: str = Field(description="'answers the question' or why an earlier step was added")
+    bindings: list[ParamBinding] = Field(default_factory=list)
+    context: list[ContextChunk] = Field(default_factory=list, description="the operation, then its references")
+    tokens: int = 0
+
+
+class Plan(BaseModel):
+    question: str
+    steps: list[PlanStep] = Field(default_factory=list, description="in call order")
+    total_tokens: int = 0
+    token_budget: int = 0
+    stats: RetrievalStats = Field(default_factory=RetrievalStats, description="the query that found the steps")
+
+    def call_order(self) -> list[str]:
+        return [f"{s.method} {s.path}" for s in self.steps]
+
+
+def plan_operations(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[str, str],
+                    primary: int = 5) -> list[str]:
+    """Operation chunk ids of the plan, in call order (see the module docstring)."""
+    ops = [cid for cid in ranking if cid in chunks and _is_operation(cid)]
+    if not ops:
+        return []
+    target = _target(ops, chunks, reasons, primary)
+    order: list[str] = []
+    _with_producers(target, ops, chunks, order, set())
+    for cid in ops:  # follow-ups: placed to use what a plan step finds
+        if cid not in order and _follows(reasons.get(cid, ""), order):
+            _with_producers(cid, ops, chunks, order, set())
+    return order
+
+
+def _target(ops: list[str], chunks: dict[str, Chunk], reasons: dict[str, str], primary: int) -> str:
+    """The first primary hit that takes an id an operation above it produces (found by the
+    retriever or placed to use a lookup's result), else the first one the retriever found."""
+    for i, cid in enumerate(ops[:primary]):
+        if cid in reasons and not reasons[cid].startswith(FOLLOW_UP):
+            continue
+        above = set(ops[:i])
+        needs = {p.name for p in chunks[cid].params if p.id_like}
+        if any(e.param in needs and e.producer in above for e in chunks[cid].producers):
+            return cid
+    return next((cid for cid in ops if cid not in reasons), ops[0])
+
+
+def _follows(reason: str, order: list[str]) -> bool:
+    return reason.startswith(FOLLOW_UP) and any(step_label(o) in reason for o in order)
+
+
+def bindings(chunk: Chunk, earlier: list[str]) -> list[ParamBinding]:
+    """Each parameter's source: the latest earlier step that produces it, else the question."""
+    out = []
+    for need in chunk.params:
+        edge = _bound_by(chunk.producers, need.name, earlier)
+        if edge is None:
+            out.append(ParamBinding(param=need.name, location=need.location, source="question", label=FROM_QUESTION))
+        else:
+            out.append(ParamBinding(param=need.name, location=need.location, source="step",
+                                    from_step=earlier.index(edge.producer) + 1, field=edge.field, label=edge.label()))
+    return out
+
+
+def step_budget(total: int, n_steps: int) -> int:
+    return max(MIN_STEP_TOKENS, total // max(1, n_steps))
+
+
+def _with_producers(cid: str, ops: list[str], chunks: dict[str, Chunk], order: list[str], visiting: set[str]) -> None:
+    if cid in order or cid in visiting:
+        return
+    visiting.add(cid)
+    chunk = chunks[cid]
+    above = ops[: ops.index(cid)] if cid in ops else ops
+    for need in chunk.params:
+        edge = _bound_by(chunk.producers, need.name, [*order, *above], chunks)
+        if edge is not None and edge.producer in chunks:
+            _with_producers(edge.producer, ops, chunks, order, visiting)
+    order.append(cid)
+
+
+def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
+              chunks: dict[str, Chunk] | None = None) -> DependencyEdge | None:
+    """The producer of ``param`` among ``candidates``: one that needs no id itself first (when
+    ``chunks`` tells), then the one that comes last (the nearest call before)."""
+    def key(edge: DependencyEdge) -> tuple:
+        needs = chunks is not None and edge.producer in chunks and any(p.id_like for p in chunks[edge.producer].params)
+        return (not needs, candidates.index(edge.producer))
+
+    offered = [e for e in edges if e.param == param and e.producer in candidates]
+    return max(offered, key=key) if offered else None
+
+
+def _is_operation(chunk_id: str) -> bool:
+    try:
+        return parse_operation_id(chunk_id) is not None
+    except ValueError:
+        return False
+
+
+def build_plan(engine, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> Plan:
+    """``engine.plan``: one query, then the plan's steps with their contexts within ``token_budget``."""
+    from llama_index.core.schema import NodeWithScore
+
+    from pipeline.nodes import chunk_to_node
+
+    ctx = engine.retrieve_context(question, apis=apis)
+    stats = ctx.retrieval_stats
+    chunks = engine.references.lookup.get_chunks(list(stats.ranking))
+    order = plan_operations(stats.ranking, chunks, stats.step_reasons, engine.settings.max_primary_results)
+    budget = token_budget or engine.settings.context_token_limit
+    per_step = step_budget(budget, len(order))
+    expander = engine.references.model_copy(update={
+        "token_limit": per_step, "max_total_chunks": max(3, engine.settings.max_total_chunks // max(1, len(order)))})
+    plan = Plan(question=ctx.query, token_budget=budget, stats=stats)
+    for number, cid in enumerate(order, 1):
+        chunk = chunks[cid]
+        expansion = expander.expand([NodeWithScore(node=chunk_to_node(chunk), score=None)])
+        plan.steps.append(PlanStep(step=number, chunk_id=cid, method=chunk.method, path=chunk.path,
+                                   operation_id=chunk.operation_id, reason="answers the question",
+                                   bindings=bindings(chunk, order[: number - 1]),
+                                   context=[*expansion.primary, *expansion.referenced], tokens=expansion.total_tokens))
+    _explain(plan)
+    plan.total_tokens = sum(s.tokens for s in plan.steps)
+    return plan
+
+
+def _explain(plan: Plan) -> None:
+    """Each step before the last says which later step uses it, and for what."""
+    for step in plan.steps:
+        uses = [(later, b.param) for later in plan.steps for b in later.bindings if b.from_step == step.step]
+        if uses:
+            step.reason = "; ".join(f"provides {param} for {later.method} {later.path}" for later, param in uses)
+
+
+def render_plan(plan: Plan) -> str:
+    """The plan for a person: numbered calls, each parameter's source, the context size."""
+    if not plan.steps:
+        return f"No operation found for: {plan.question}"
+    lines = [f"Plan for: {plan.question}", ""]
+    for step in plan.steps:
+        lines.append(f"{step.step}. {step.method} {step.path}" + (f"  ({step.operation_id})" if step.operation_id else ""))
+        lines.append(f"   why: {step.reason}")
+        for b in step.bindings:
+            lines.append(f"   {b.param} ({b.location}) <- " + (f"step {b.from_step}: {b.label}" if b.from_step else b.label))
+        lines.append(f"   context: {len(step.context)} chunks, {step.tokens} tokens")
+    lines.append(f"\ntotal context: {plan.total_tokens} tokens (budget {plan.token_budget}, split across the steps)")
+    return "\n".join(lines)

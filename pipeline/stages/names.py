@@ -1,0 +1,85 @@
+"""Names in a question, and the words around them: what tells which resource a name is.
+
+A name is a quoted text or a run of capitalised words that does not start a sentence (``I``
+and all-capitals abbreviations left out). Only the grammar of English names is used, never a
+domain's words: the two words right before a name (articles and "called"/"named"/"titled"
+skipped, never across a comma) may be the resource it is ("the collection Star Wars", "a TV
+show called X"), and a possessive says the name is *not* the resource after it ("Cate
+Blanchett's latest TV show").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_POSSESSIVE = re.compile(r"['’]s?$")
+WINDOW = 3  # words after a possessive that may name what the name owns
+TYPE_WORDS = 2  # words right before a name that may name its resource
+_NAMING = {"the", "a", "an", "called", "named", "titled"}  # between a resource word and its name
+_PARTICLES = {"of", "the", "de", "von", "van", "la", "le", "del", "da", "du"}  # inside names: House of Cards
+
+
+class NamedSpan(NamedTuple):
+    text: str
+    before: list[str]  # up to WINDOW words right before the name, lowercased
+    owned: list[str]  # after a possessive ("X's latest movie"): up to WINDOW words, else []
+
+
+def named_spans(question: str) -> list[NamedSpan]:
+    """Quoted names first, then capitalised runs, in question order."""
+    spans = [NamedSpan(m.group(1).strip(), _type_window(question[: m.start()].split()), [])
+             for m in _QUOTED.finditer(question)]
+    for sentence in _SENTENCE.split(_QUOTED.sub(" , ", question)):
+        words = sentence.split()
+        i = 1  # a sentence's first word is capitalised anyway
+        while i < len(words):
+            if not _is_name_word(words[i]):
+                i += 1
+                continue
+            start = i
+            while i < len(words) and (i == start or not _ends_clause(words[i - 1])) and (
+                    _is_name_word(words[i]) or (words[i] in _PARTICLES and i + 1 < len(words)
+                                                and _is_name_word(words[i + 1]))):
+                i += 1
+            text = " ".join(_clean(w) for w in words[start:i])
+            owned = _lower(words[i: i + WINDOW]) if _POSSESSIVE.search(_clean(words[i - 1])) else []
+            spans.append(NamedSpan(_POSSESSIVE.sub("", text), _type_window(words[:start]), owned))
+    return spans
+
+
+def names_something(question: str) -> bool:
+    """The question names a thing whose id must be looked up."""
+    return bool(named_spans(question))
+
+
+def _type_window(before: list[str]) -> list[str]:
+    """The words that may say what a name is: the last TYPE_WORDS before it, naming words skipped."""
+    words: list[str] = []
+    for word in reversed(before):
+        if _ends_clause(word):
+            break
+        words.insert(0, word)
+    words = _lower(words)
+    while words and words[-1] in _NAMING:
+        words.pop()
+    return words[-TYPE_WORDS:]
+
+
+def _is_name_word(word: str) -> bool:
+    word = _clean(word)
+    return word[:1].isupper() and word != "I" and not (word.isupper() and len(word) > 1) and not word.isdigit()
+
+
+def _ends_clause(word: str) -> bool:
+    return word.endswith((",", ";", ":", "?", "!", "."))
+
+
+def _clean(word: str, keep_s: bool = False) -> str:
+    return word.strip(",;:?!().\"“”")
+
+
+def _lower(words: list[str]) -> list[str]:
+    return [w.strip(",;:?!().'’\"“”").lower() for w in words]

@@ -1,0 +1,226 @@
+"""Producer expansion (stage 3): an operation whose id parameter nothing above it in the ranking
+can fill gets its best producer placed right before it, so the calls come in call order.
+
+"Who directed the top-rated movie?" retrieves ``GET /movie/{movie_id}/credits``; its
+``movie_id`` comes from ``GET /movie/top_rated`` (``results[].id``) or ``GET /search/movie``.
+The candidates are the operation's producers from the dependency graph (``pipeline.graph``,
+stored on the chunk at ingest). Each is scored from general signals, no word of any domain:
+
+- the edge's own strength (a stated link or an exact field name beats a type guess);
+- it needs no id itself (a list or a lookup ends the chain; RESTler's producers first);
+- the question names something (a quoted title, a capitalised name) and the producer takes
+  free text: a lookup turns that name into the id; when it names nothing, a ``GET`` that takes
+  no input (a list) fits better than a call that changes something;
+- how high the retriever ranks it within the API for the question.
+
+The chosen producer is itself checked (chains: ``/search/collection`` -> ``/collection/{id}``
+-> ``/movie/{movie_id}/credits``), up to ``max_chain`` links.
+
+Then each name in the question ("the collection Star Wars", a capitalised name) gets the
+free-text lookup of its resource (see :mod:`pipeline.stages.names` for how a name is typed),
+placed before the first hit that needs the resource's id, or after the top hit together with
+the best-ranked operation that consumes it. Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
+GET /movie/{movie_id}/credits".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from pipeline.analysis import query_terms
+from pipeline.specs.ids import parse_operation_id
+from pipeline.specs.models import decode_params, decode_producers
+from pipeline.stages.names import named_spans, names_something
+from pipeline.stages.query import SpecQuery
+from pipeline.stages.results import ADDED_STEP
+
+API_RANKING_DEPTH = 30
+
+
+def _names(resource, words: list[str]) -> bool:
+    """``words`` name the resource: every stem of its type is among theirs."""
+    stems = set(query_terms(resource.name.replace("_", " ")))
+    return bool(stems) and stems <= set(query_terms(" ".join(words)))
+
+
+def step_label(chunk_id: str) -> str:
+    op = parse_operation_id(chunk_id)
+    return f"{op[2]} {op[1]}" if op else chunk_id
+
+
+class ProducerExpander(BaseNodePostprocessor):
+    """Places each top hit's missing producers right before it; no per-query state is kept."""
+
+    hydrate: Any = Field(None, exclude=True, description="stub hits -> full nodes (the store's hydrate)")
+    load_index: Any = Field(None, exclude=True, description="file_id -> ApiIndex | None (its resource types)")
+    retriever: Any = Field(None, exclude=True, description="ranks one API's endpoints for the question")
+    consumers: int = Field(3, description="top hits whose id parameters are checked")
+    max_added: int = Field(4, description="producers placed per query at most")
+    max_chain: int = Field(2, description="producer-of-a-producer links followed")
+    self_sufficient_weight: float = Field(1.0, description="bonus for a producer that needs no id itself")
+    lookup_weight: float = Field(1.0, description="bonus for a free-text lookup when the question names "
+                                                  "something (for an input-free list when it names nothing)")
+    relevance_weight: float = Field(1.0, description="weight of the producer's rank in the API for the question")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ProducerExpander"
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: Optional[QueryBundle] = None) -> list[NodeWithScore]:
+        if query_bundle is None or not nodes:
+            return nodes
+        question = (query_bundle.embedding_strs or [query_bundle.query_str])[0]
+        depth = (query_bundle.top_k if isinstance(query_bundle, SpecQuery) else None) or len(nodes)
+        rank_api = (lambda api: self._api_ranking(query_bundle, question, api)) if self.retriever is not None else None
+        return _Placement(self, question, list(nodes), rank_api).run()[:depth]
+
+    def _api_ranking(self, query: QueryBundle, question: str, api: str) -> list[str]:
+        narrowed = SpecQuery(query_str=query.query_str, custom_embedding_strs=[question], file_ids=[api],
+                             types=["endpoint"], top_k=API_RANKING_DEPTH, hydrate=False)
+        return [n.node.node_id for n in self.retriever.retrieve(narrowed)]
+
+    def fetch(self, ids: list[str]) -> dict[str, NodeWithScore]:
+        stubs = [NodeWithScore(node=TextNode(id_=i, text=""), score=0.0) for i in ids]
+        full = self.hydrate(stubs) if self.hydrate is not None else []
+        return {n.node.node_id: n for n in full if n.node.get_content()}
+
+
+class _Placement:
+    """One query's placement: the ranking being rebuilt and what it has added so far."""
+
+    def __init__(self, cfg: ProducerExpander, question: str, ranked: list[NodeWithScore],
+                 rank_api: Callable[[str], list[str]] | None):
+        self.cfg, self.question, self.out = cfg, question, ranked
+        self.rank_api, self._api_ranks = rank_api, {}
+        self.names = names_something(question)
+        self.added = 0
+
+    def run(self) -> list[NodeWithScore]:
+        for consumer in [n.node.node_id for n in self.out[: self.cfg.consumers]]:
+            self._bind(consumer, self.cfg.max_chain)
+        if self.names:
+            self._named_lookups()
+        return self.out
+
+    def _named_lookups(self) -> None:
+        """Each name in the question, looked up before whatever needs its id: by the resource
+        the words before it name, else by the resource whose consumers the retriever ranks
+        best for the question (never one a possessive says it is not)."""
+        index = self.cfg.load_index(self.out[0].node.node_id.split(":", 1)[0]) if self.cfg.load_index else None
+        resources = [r for r in (index.resources if index is not None else []) if r.lookups]
+        for span in named_spans(self.question):
+            typed = [r for r in resources if _names(r, span.before)]
+            owned = {r.name for r in resources if _names(r, span.owned)}
+            resource = typed[0] if typed else self._most_relevant([r for r in resources if r.name not in owned])
+            if resource is not None and self.added < self.cfg.max_added:
+                self._use_lookup(resource, span.text)
+
+    def _most_relevant(self, resources: list) -> Any:
+        ranks = self._ranks(resources[0].lookups[0].split(":", 1)[0]) if resources and self.rank_api else {}
+        scored = [(min((ranks[c] for c in r.consumers if c in ranks), default=None), i, r) for i, r in enumerate(resources)]
+        scored = [s for s in scored if s[0] is not None]
+        return min(scored, key=lambda s: s[:2])[2] if scored else None
+
+    def _use_lookup(self, resource, name: str) -> None:
+        ids = self._ids()
+        needers = [i for i in ids if i in set(resource.consumers)]
+        lookup = resource.lookups[0]
+        if needers and lookup in ids[: ids.index(needers[0])]:
+            return
+        found = self.cfg.fetch([lookup]) if lookup not in ids else {lookup: self.out[ids.index(lookup)]}
+        if lookup not in found:
+            return
+        reason = f"looks up the {resource.name} '{name}'"
+        if needers:
+            self._place(found[lookup], needers[0], f"{reason} for {step_label(needers[0])}")
+            return
+        self._place(found[lookup], ids[1] if len(ids) > 1 else None, reason)  # right after the top hit
+        self._follow_up(lookup, resource)
+
+    def _follow_up(self, lookup: str, resource) -> None:
+        """The best-ranked operation that takes the looked-up id, right after the lookup."""
+        ranks = self._ranks(lookup.split(":", 1)[0])
+        ranked = sorted(ranks, key=ranks.get)
+        consumers = set(resource.consumers)
+        ids = set(self._ids())
+        best = next((c for c in ranked if c in consumers and c not in ids), None) or \
+            next((c for c in resource.consumers if c not in ids), None)
+        found = self.cfg.fetch([best]) if best else {}
+        if best in found:
+            at = self._ids().index(lookup) + 1
+            self.out.insert(at, _marked(found[best], f"uses the {resource.name} id that {step_label(lookup)} finds",
+                                        self.out[at - 1].score))
+            self.added += 1
+
+    def _ids(self) -> list[str]:
+        return [n.node.node_id for n in self.out]
+
+    def _bind(self, consumer_id: str, chain: int) -> None:
+        ids = self._ids()
+        if consumer_id not in ids or chain < 0:
+            return
+        node = self.out[ids.index(consumer_id)].node
+        edges = decode_producers(consumer_id, node.metadata.get("producers"))
+        for need in decode_params(node.metadata.get("params")):
+            if not need.id_like or self.added >= self.cfg.max_added:
+                continue
+            ids = self._ids()
+            above = set(ids[: ids.index(consumer_id)])
+            offered = [e for e in edges if e.param == need.name]
+            if not offered or any(e.producer in above for e in offered):
+                continue  # nothing to offer, or already bound by a call ranked before it
+            choice = self._choose(offered)
+            if choice is not None:
+                self._place(choice, consumer_id, f"provides {need.name} for {step_label(consumer_id)}")
+                self._bind(choice.node.node_id, chain - 1)
+
+    def _choose(self, offered) -> NodeWithScore | None:
+        present = {n.node.node_id: n for n in self.out}
+        fetched = self.cfg.fetch([e.producer for e in offered if e.producer not in present])
+        scored = []
+        for order, edge in enumerate(offered):
+            hit = present.get(edge.producer) or fetched.get(edge.producer)
+            if hit is not None:
+                scored.append((-self._score(edge, hit), order, hit))
+        return min(scored, key=lambda s: s[:2])[2] if scored else None
+
+    def _score(self, edge, hit: NodeWithScore) -> float:
+        params = decode_params(hit.node.metadata.get("params"))
+        needs_id = any(p.id_like for p in params)
+        takes_text = any(p.text and p.location == "query" for p in params)
+        reads = str(hit.node.metadata.get("method", "GET")).upper() == "GET"
+        fits = takes_text if self.names else (not params and reads)  # a list: a GET that takes nothing
+        return (edge.score + self.cfg.self_sufficient_weight * (not needs_id) + self.cfg.lookup_weight * fits
+                + self.cfg.relevance_weight * self._relevance(edge.producer))
+
+    def _relevance(self, chunk_id: str) -> float:
+        rank = self._ranks(chunk_id.split(":", 1)[0]).get(chunk_id)
+        return 0.0 if rank is None else 1.0 - rank / API_RANKING_DEPTH
+
+    def _ranks(self, api: str) -> dict[str, int]:
+        """chunk id -> rank of the API's operations for the question (computed once per API)."""
+        if self.rank_api is None:
+            return {}
+        if api not in self._api_ranks:
+            self._api_ranks[api] = {cid: r for r, cid in enumerate(self.rank_api(api))}
+        return self._api_ranks[api]
+
+    def _place(self, hit: NodeWithScore, consumer_id: str | None, reason: str) -> None:
+        """Move (or insert) ``hit`` right before ``consumer_id``; None: at the end."""
+        self.out = [n for n in self.out if n.node.node_id != hit.node.node_id]
+        at = self._ids().index(consumer_id) if consumer_id is not None else len(self.out)
+        score = self.out[min(at, len(self.out) - 1)].score if self.out else hit.score
+        self.out.insert(at, _marked(hit, reason, score))
+        self.added += 1
+
+
+def _marked(hit: NodeWithScore, reason: str, score: float | None) -> NodeWithScore:
+    node = hit.node.model_copy(update={"metadata": {**hit.node.metadata, ADDED_STEP: reason}})
+    node.excluded_embed_metadata_keys = [*hit.node.excluded_embed_metadata_keys, ADDED_STEP]
+    node.excluded_llm_metadata_keys = [*hit.node.excluded_llm_metadata_keys, ADDED_STEP]
+    return NodeWithScore(node=node, score=score)

@@ -1,0 +1,88 @@
+"""User errors are one line on stderr and exit code 2, for every command: bad settings, a missing
+.env, an empty corpus, a missing eval run; `--version` works."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import DEMO_SPECS, assert_one_line_error, clean_env, run_cli
+
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("SPECRAG_LLM_TIMEOUT_S", "abc", "a number > 0 and <= 600"),
+    ("RETRIEVAL_MAX_DEPTH", "-1", "an integer >= 0 and <= 20"),
+    ("ENABLE_QUERY_ANALYSIS", "maybe", "true or false"),
+    ("SPECRAG_CHROMA_PORT", "0", "an integer >= 1 and <= 65535"),
+    ("CONTEXT_TOKEN_LIMIT", "-5", "an integer >= 100"),
+    ("SPECRAG_LLM_DEADLINE_S", "nan", "a number > 0"),
+])
+def test_bad_setting_is_one_line_naming_the_variable(tmp_path, name, value, allowed):
+    proc = run_cli("query", "create a user", cwd=tmp_path, env=clean_env(tmp_path, **{name: value}))
+    line = assert_one_line_error(proc, f"{name}={value!r}", allowed)
+    assert proc.stderr.strip() == line and proc.stdout == ""
+
+
+def test_every_bad_setting_is_named_in_the_one_line(tmp_path):
+    env = clean_env(tmp_path, SPECRAG_LLM_TIMEOUT_S="abc", RETRIEVAL_MAX_DEPTH="-1")
+    assert_one_line_error(run_cli("index", str(DEMO_SPECS), cwd=tmp_path, env=env),
+                          "SPECRAG_LLM_TIMEOUT_S='abc'", "RETRIEVAL_MAX_DEPTH='-1'")
+
+
+def test_missing_env_file_is_one_line(tmp_path):
+    assert_one_line_error(run_cli("query", "x", "--env-file", str(tmp_path / "nope.env"), cwd=tmp_path),
+                          "--env-file", "nope.env: no such file")
+    env = clean_env(tmp_path, SPECRAG_ENV_FILE=str(tmp_path / "gone.env"))
+    assert_one_line_error(run_cli("query", "x", cwd=tmp_path, env=env), "SPECRAG_ENV_FILE", "gone.env")
+
+
+def test_empty_corpus_index_says_nothing_was_indexed_and_query_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc = run_cli("index", "empty", cwd=tmp_path)
+    assert "specs read: 0" in proc.stdout
+    assert_one_line_error(proc, "nothing was indexed", "no readable OpenAPI/Swagger spec in empty")
+    proc = run_cli("query", "How do I create a user?", cwd=tmp_path)
+    assert_one_line_error(proc, "holds no API")
+    assert "AxisError" not in proc.stderr
+    proc = run_cli("ingest", "empty", "--json", cwd=tmp_path)
+    assert json.loads(proc.stdout)["specs_read"] == 0
+    assert_one_line_error(proc, "no readable OpenAPI/Swagger spec")
+
+
+def test_query_before_any_index_is_one_line(tmp_path):
+    assert_one_line_error(run_cli("query", "create a user", cwd=tmp_path), "no index in", "specrag index")
+
+
+def test_empty_question_and_unknown_api_are_one_line(demo_data):
+    cwd, env = demo_data
+    assert_one_line_error(run_cli("query", "   ", cwd=cwd, env=env), "empty query")
+    assert_one_line_error(run_cli("query", "create", "--apis", "users_ap", cwd=cwd, env=env),
+                          "unknown API id(s): 'users_ap'", "did you mean users_api")
+
+
+def test_eval_compare_missing_run_is_one_line(tmp_path):
+    assert_one_line_error(run_cli("eval", "compare", "run-a", "run-b", cwd=tmp_path), "no eval run at run-a")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "results.json").write_text("{not json")
+    assert_one_line_error(run_cli("eval", "compare", "bad", "bad", "--json", cwd=tmp_path),
+                          "is not a specrag results.json")
+
+
+def test_bad_arguments_exit_2(tmp_path):
+    proc = run_cli("eval", "compare", "only-one", cwd=tmp_path)
+    assert proc.returncode == 2 and "usage: specrag eval compare" in proc.stderr
+    proc = run_cli("bench", "--corpus", str(DEMO_SPECS), "--repeats", "0", cwd=tmp_path)
+    assert_one_line_error(proc, "--repeats must be at least 1")
+
+
+def test_version(tmp_path):
+    proc = run_cli("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("specrag ") and proc.stderr == ""
+    assert proc.stdout.split()[1][0].isdigit()
+
+
+def test_unusable_data_dir_is_one_line(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    assert_one_line_error(run_cli("index", str(DEMO_SPECS), "--data-dir", "a-file", cwd=tmp_path),
+                          "Not a directory", "a-file")

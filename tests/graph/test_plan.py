@@ -1,0 +1,69 @@
+"""Plans from a ranking: the target, its producers in call order, follow-ups, and bindings."""
+
+from __future__ import annotations
+
+from pipeline.graph.models import DependencyEdge, EdgeSource, ParamNeed
+from pipeline.plan import FROM_QUESTION, bindings, plan_operations, step_budget
+from pipeline.specs.ids import operation_chunk_id
+from pipeline.specs.models import Chunk, ChunkType
+
+API = "films"
+MOVIE = ParamNeed(name="movie_id", location="path", required=True, id_like=True, resources=["movie"])
+TEXT = ParamNeed(name="query", location="query", required=True, text=True)
+
+
+def op(path: str) -> str:
+    return operation_chunk_id(API, path, "get")
+
+
+def chunk(path: str, params=(), producers=()) -> Chunk:
+    edges = [DependencyEdge(consumer=op(path), param=p, producer=op(src), field="results[].id", score=0.75,
+                            source=EdgeSource.TYPE) for p, src in producers]
+    return Chunk(id=op(path), file_id=API, type=ChunkType.ENDPOINT, text=path, embed_text="", search_text="",
+                 kind="operation", method="GET", path=path, params=list(params), producers=edges)
+
+
+CHUNKS = {c.id: c for c in [
+    chunk("/search/movie", [TEXT]),
+    chunk("/movie/top_rated"),
+    chunk("/movie/{movie_id}/credits", [MOVIE], [("movie_id", "/search/movie"), ("movie_id", "/movie/top_rated"),
+                                                 ("movie_id", "/movie/{movie_id}/similar")]),
+    chunk("/movie/{movie_id}/similar", [MOVIE], [("movie_id", "/search/movie")]),
+    chunk("/genre/list"),
+]}
+
+
+def test_the_target_and_its_producer_in_call_order():
+    ranking = [op("/movie/top_rated"), op("/movie/{movie_id}/credits"), op("/genre/list")]
+    assert plan_operations(ranking, CHUNKS, {}) == [op("/movie/top_rated"), op("/movie/{movie_id}/credits")]
+
+
+def test_a_producer_that_needs_no_id_binds_before_one_that_does():
+    ranking = [op("/search/movie"), op("/movie/{movie_id}/similar"), op("/movie/{movie_id}/credits")]
+    reasons = {}
+    order = plan_operations(ranking, CHUNKS, reasons)
+    assert order == [op("/search/movie"), op("/movie/{movie_id}/similar")]  # the first consumer of the lookup
+    placed = {op("/search/movie"): "provides movie_id for GET /movie/{movie_id}/credits"}
+    credits = plan_operations([op("/search/movie"), op("/movie/{movie_id}/credits"), op("/movie/{movie_id}/similar")],
+                              CHUNKS, placed)
+    assert credits == [op("/search/movie"), op("/movie/{movie_id}/credits")]
+    alone = plan_operations([op("/movie/{movie_id}/credits"), op("/genre/list")], CHUNKS, {})
+    assert alone == [op("/movie/{movie_id}/credits")]  # nothing above produces: the retriever's first hit
+
+
+def test_follow_ups_of_a_lookup_join_the_plan():
+    ranking = [op("/genre/list"), op("/search/movie"), op("/movie/{movie_id}/credits")]
+    reasons = {op("/search/movie"): "looks up the movie 'Twilight'",
+               op("/movie/{movie_id}/credits"): "uses the movie id that GET /search/movie finds"}
+    assert plan_operations(ranking, CHUNKS, reasons) == [op("/search/movie"), op("/movie/{movie_id}/credits")]
+
+
+def test_bindings_name_the_step_or_the_question():
+    credits = CHUNKS[op("/movie/{movie_id}/credits")]
+    bound = bindings(credits, [op("/genre/list"), op("/search/movie")])
+    assert [(b.param, b.source, b.from_step, b.label) for b in bound] == [
+        ("movie_id", "step", 2, "GET /search/movie -> results[].id -> {movie_id}")]
+    free = bindings(CHUNKS[op("/search/movie")], [])
+    assert [(b.param, b.source, b.label) for b in free] == [("query", "question", FROM_QUESTION)]
+    assert plan_operations([], CHUNKS, {}) == []
+    assert step_budget(4000, 2) == 2000 and step_budget(400, 4) == 300  # never below a useful minimum

@@ -1,0 +1,172 @@
+"""Producer expansion: a top hit's unbound id parameter gets its best producer right before it."""
+
+from __future__ import annotations
+
+import json
+
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from pipeline.catalog.models import ApiIndex
+from pipeline.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
+from pipeline.specs.ids import operation_chunk_id
+from pipeline.stages.names import named_spans, names_something
+from pipeline.stages.producers import ProducerExpander
+from pipeline.stages.query import SpecQuery
+from pipeline.stages.results import ADDED_STEP
+
+API = "films"
+
+
+def op(path: str) -> str:
+    return operation_chunk_id(API, path, "get")
+
+
+MOVIE = ParamNeed(name="movie_id", location="path", required=True, id_like=True, resources=["movie"])
+TEXT = ParamNeed(name="query", location="query", required=True, text=True)
+COLLECTION = ParamNeed(name="collection_id", location="path", required=True, id_like=True, resources=["collection"])
+
+
+def edge(consumer: str, param: str, producer: str, score: float = 0.75, field: str = "results[].id") -> DependencyEdge:
+    return DependencyEdge(consumer=op(consumer), param=param, producer=op(producer), field=field, score=score,
+                          resource=param.removesuffix("_id"), source=EdgeSource.TYPE)
+
+
+SPEC = {  # path -> (params, producers)
+    "/search/movie": ([TEXT], []),
+    "/movie/top_rated": ([], []),
+    "/movie/{movie_id}": ([MOVIE], []),
+    "/movie/{movie_id}/credits": ([MOVIE], [edge("/movie/{movie_id}/credits", "movie_id", p, s) for p, s in
+                                            [("/movie/{movie_id}", 0.9), ("/search/movie", 0.75),
+                                             ("/movie/top_rated", 0.75), ("/collection/{collection_id}", 0.72)]]),
+    "/collection/{collection_id}": ([COLLECTION], [edge("/collection/{collection_id}", "collection_id",
+                                                        "/search/collection")]),
+    "/search/collection": ([TEXT], []),
+    "/collection/{collection_id}/images": ([COLLECTION], [edge("/collection/{collection_id}/images", "collection_id",
+                                                               "/search/collection")]),
+    "/genre/list": ([], []),
+}
+
+
+def node(path: str, score: float = 1.0) -> NodeWithScore:
+    params, producers = SPEC[path]
+    meta = {"source_file": API, "params": json.dumps([p.model_dump() for p in params]),
+            "producers": json.dumps([e.model_dump(mode="json", exclude={"consumer"}) for e in producers])}
+    return NodeWithScore(node=TextNode(id_=op(path), text=f"doc {path}", metadata=meta), score=score)
+
+
+def hydrate(hits):
+    by_id = {op(p): p for p in SPEC}
+    return [node(by_id[h.node.node_id], h.score or 0.0) for h in hits if h.node.node_id in by_id]
+
+
+INDEX = ApiIndex(file_id=API, name="Films", resources=[
+    ResourceEntry(name="collection", lookups=[op("/search/collection")], producers=1,
+                  consumers=[op("/collection/{collection_id}"), op("/collection/{collection_id}/images")]),
+    ResourceEntry(name="movie", lookups=[op("/search/movie")], producers=4, consumers=[op("/movie/{movie_id}/credits")]),
+])
+
+
+class ApiRanking:
+    """A retriever stand-in: ranks one API's endpoints in a fixed order (stubs, like the real one)."""
+
+    def __init__(self, *paths: str):
+        self.paths, self.queries = paths, []
+
+    def retrieve(self, query: SpecQuery):
+        self.queries.append(query)
+        return [NodeWithScore(node=TextNode(id_=op(p), text=""), score=1.0) for p in self.paths]
+
+
+def expander(**kw) -> ProducerExpander:
+    return ProducerExpander(hydrate=hydrate, load_index=lambda api: INDEX if api == API else None, **kw)
+
+
+def run(step: ProducerExpander, question: str, *paths: str, top_k: int = 10) -> list[NodeWithScore]:
+    query = SpecQuery(query_str=question + " expanded", custom_embedding_strs=[question], top_k=top_k)
+    return step.postprocess_nodes([node(p, 1.0 / (i + 1)) for i, p in enumerate(paths)], query_bundle=query)
+
+
+def paths_of(nodes) -> list[str]:
+    return [n.node.node_id.split(":", 1)[1].removeprefix("paths/").replace("~1", "/").removesuffix("/get") for n in nodes]
+
+
+def test_an_input_free_list_binds_the_id_when_the_question_names_nothing():
+    out = run(expander(), "Who directed the top rated movie?", "/movie/{movie_id}/credits", "/genre/list")
+    assert paths_of(out) == ["/movie/top_rated", "/movie/{movie_id}/credits", "/genre/list"]
+    assert out[0].node.metadata[ADDED_STEP] == "provides movie_id for GET /movie/{movie_id}/credits"
+    assert out[0].node.get_content() == "doc /movie/top_rated"  # hydrated
+    assert ADDED_STEP not in out[1].node.metadata
+    assert ADDED_STEP not in out[0].node.get_content(metadata_mode="llm")
+
+
+def test_a_free_text_lookup_binds_the_id_when_the_question_names_something():
+    out = run(expander(), 'Who directed "Titanic"?', "/movie/{movie_id}/credits", "/genre/list")
+    assert paths_of(out)[:2] == ["/search/movie", "/movie/{movie_id}/credits"]
+
+
+def test_the_retrievers_ranking_within_the_api_decides_between_equals():
+    ranking = ApiRanking("/movie/top_rated", "/movie/{movie_id}/credits")
+    out = run(expander(retriever=ranking, lookup_weight=0.0), "Who directed the best movie?",
+              "/movie/{movie_id}/credits")
+    assert paths_of(out)[0] == "/movie/top_rated"
+    sent = ranking.queries[0]
+    assert (sent.file_ids, sent.types, sent.hydrate, sent.custom_embedding_strs) == (
+        [API], ["endpoint"], False, ["Who directed the best movie?"])
+
+
+def test_a_producer_already_ranked_above_binds_and_one_below_moves_up():
+    above = run(expander(), "x", "/movie/top_rated", "/movie/{movie_id}/credits")
+    assert paths_of(above) == ["/movie/top_rated", "/movie/{movie_id}/credits"]  # bound: nothing added
+    below = run(expander(), "credits of the top rated movie", "/movie/{movie_id}/credits", "/genre/list",
+                "/movie/top_rated")
+    assert paths_of(below) == ["/movie/top_rated", "/movie/{movie_id}/credits", "/genre/list"]  # moved, not repeated
+
+
+def test_chains_are_followed_and_the_depth_is_kept():
+    out = run(expander(max_chain=2), "movies of a collection", "/collection/{collection_id}/images",
+              "/genre/list", "/movie/top_rated", top_k=3)
+    assert paths_of(out) == ["/search/collection", "/collection/{collection_id}/images", "/genre/list"]
+
+
+def test_a_named_resource_brings_its_lookup_and_the_call_that_uses_it():
+    ranking = ApiRanking("/collection/{collection_id}/images", "/collection/{collection_id}")
+    out = run(expander(retriever=ranking), "give me an image for the collection Star Wars", "/genre/list",
+              "/movie/top_rated")
+    assert paths_of(out) == ["/genre/list", "/search/collection", "/collection/{collection_id}/images",
+                             "/movie/top_rated"]
+    assert out[1].node.metadata[ADDED_STEP] == "looks up the collection 'Star Wars'"
+    assert out[2].node.metadata[ADDED_STEP] == "uses the collection id that GET /search/collection finds"
+
+
+def test_nothing_to_bind_or_no_question_changes_nothing():
+    ranked = [node("/genre/list", 1.0), node("/movie/top_rated", 0.5)]
+    assert run(expander(), "list the genres", "/genre/list", "/movie/top_rated") == ranked
+    assert expander().postprocess_nodes(ranked) == ranked
+    capped = run(expander(max_added=0), "Who directed the top rated movie?", "/movie/{movie_id}/credits")
+    assert paths_of(capped) == ["/movie/{movie_id}/credits"]
+
+
+def test_an_untyped_name_gets_the_resource_whose_consumers_rank_best():
+    ranking = ApiRanking("/genre/list", "/collection/{collection_id}/images", "/movie/{movie_id}/credits")
+    out = run(expander(retriever=ranking), "pictures of Star Wars please", "/genre/list")
+    assert paths_of(out)[:3] == ["/genre/list", "/search/collection", "/collection/{collection_id}/images"]
+    owned = run(expander(retriever=ranking), "the credits of Star Wars's collection", "/genre/list")
+    assert "/search/collection" not in paths_of(owned)  # a possessive: the name is not the collection
+
+
+def test_named_spans_and_what_types_them():
+    spans = named_spans('movies directed by Sofia Coppola, the movie "Twilight" and a TV show called House of Cards')
+    assert [(s.text, s.before) for s in spans] == [
+        ("Twilight", ["the", "movie"]), ("Sofia Coppola", ["directed", "by"]), ("House of Cards", ["tv", "show"])]
+    owner = named_spans("give me some reviews of Cate Blanchett's latest TV show")[0]
+    assert (owner.text, owner.owned) == ("Cate Blanchett", ["latest", "tv", "show"])
+    assert [s.text for s in named_spans("Who directed more movies, Akira Kurosawa or Spielberg?")] == [
+        "Akira Kurosawa", "Spielberg"]
+    assert named_spans("Who is it, Akira Kurosawa?")[0].before == []  # never across a comma
+
+
+def test_names_something():
+    assert names_something('Who directed "Twilight"?')
+    assert names_something("give me the number of movies directed by Sofia Coppola")
+    assert not names_something("Who directed the top-1 rated movie? I need the API")
+    assert not names_something("What is top rated?")

@@ -89,6 +89,7 @@ class Settings(BaseSettings):
     max_selected_apis: int = Field(3, ge=1, le=20, validation_alias=_env("SELECTION_MAX_APIS"))
     selection_weights: tuple[NonNegativeWeight, NonNegativeWeight, NonNegativeWeight] = Field(
         (0.0, 0.25, 1.0), validation_alias=_env("SELECTION_WEIGHTS"),
+        json_schema_extra={"allowed": "a JSON list of three numbers, each >= 0 and <= 100"},
         description="offline stage 1: weights of catalog BM25, catalog vector and endpoint evidence (JSON list)")
     selection_rrf_k: int = Field(10, ge=0, le=10_000, validation_alias=_env("SELECTION_RRF_K"),
                                  description="offline stage 1: reciprocal rank fusion constant")

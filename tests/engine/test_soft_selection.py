@@ -35,15 +35,15 @@ def test_a_missed_api_gold_endpoint_is_still_found(demo_engine):
     assert CREATE_USER in [c.id for c in ctx.primary_chunks]
     assert CREATE_USER in ctx.retrieval_stats.ranking[:10]
     # the selected API still leads: its best hit ranks first
-    assert ctx.primary_chunks[0].metadata["source_file"] == "petstore_v2"
+    assert ctx.primary_chunks[0].metadata["api"] == "petstore_v2"
 
 
 def test_fleet_weight_zero_is_the_hard_filter_and_loses_it(demo_engine):
     ctx = engine_with(demo_engine, fleet_weight=0.0).retrieve_context("How do I create a user?")
     assert CREATE_USER not in ctx.retrieval_stats.ranking
-    assert {c.metadata["source_file"] for c in ctx.primary_chunks} == {"petstore_v2"}
+    assert {c.metadata["api"] for c in ctx.primary_chunks} == {"petstore_v2"}
 
 
 def test_apis_named_by_the_caller_stay_a_hard_filter(demo_engine):
     ctx = demo_engine.retrieve_context("How do I create a user?", apis=["petstore_v2"])
-    assert {c.metadata["source_file"] for c in ctx.primary_chunks} == {"petstore_v2"}
+    assert {c.metadata["api"] for c in ctx.primary_chunks} == {"petstore_v2"}

@@ -53,7 +53,8 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
         synthesizer = Synthesizer(llm, prompts, settings)
         decomposer = Decomposer(llm, prompts, settings, cache)
-    steps = [ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
+    steps = ([ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
+             if settings.producer_steps else [])
     known = frozenset(store.complete_api_ids() & catalog.ids())
     graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalog_dir, api), known)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,

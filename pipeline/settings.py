@@ -82,6 +82,8 @@ class Settings(BaseSettings):
                                      description="referenced components as names and types (primaries stay full)")
     closure_first: bool = Field(True, validation_alias=_env("CONTEXT_CLOSURE_FIRST"),
                                 description="the best hits enter with their whole closure, before more hits")
+    producer_steps: bool = Field(True, validation_alias=_env("RETRIEVAL_PRODUCER_STEPS"),
+                                 description="place the operations that produce a hit's id parameters before it")
     log_retrieval_stats: bool = Field(False, validation_alias=_env("LOG_RETRIEVAL_STATS"))
     rrf_k: int = Field(60, ge=1, le=10_000, validation_alias=_env("RETRIEVAL_RRF_K"))
     vector_weight: float = Field(0.6, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_VECTOR_WEIGHT"))

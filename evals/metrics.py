@@ -236,12 +236,24 @@ class ScoredQuery(Protocol):
     fallbacks: list[Fallback]
     llm: LLMUsage
     error: str | None
+    baselines: dict  # baseline name -> BaselineScores
 
 
 class LatencyStats(BaseModel):
     p50: float = 0.0
     p95: float = 0.0
     n: int = 0
+
+
+BASELINE_METRICS = ("recall_at_5", "recall_at_10", "all_found_at_10", "mrr", "ndcg_at_10")
+
+
+class SubsetRecall(BaseModel):
+    """R@10 of the pipeline and of each baseline on a subset of the queries."""
+
+    n: int = 0
+    recall_at_10: float = 0.0
+    baselines: dict[str, float] = Field(default_factory=dict, description="baseline name -> R@10 on the subset")
 
 
 class MetricSummary(BaseModel):
@@ -260,6 +272,10 @@ class MetricSummary(BaseModel):
     completion_tokens_per_query: float = 0.0
     fallback_rate: float = Field(0.0, description="share of queries with a fallback whose reason is not no_llm")
     fallback_counts: dict[str, int] = Field(default_factory=dict, description="'stage/reason' -> count")
+    baselines: dict[str, dict[str, float]] = Field(default_factory=dict,
+                                                   description="baseline name -> metric -> mean over the queries")
+    selection_missed: SubsetRecall = Field(default_factory=SubsetRecall,
+                                           description="queries whose gold API stage 1 missed (selection accuracy < 1)")
     edge_recall: float | None = Field(None, description="micro average over the gold calls' id parameters")
     edge_total: int = 0
     producers_per_param: float | None = Field(None, description="mean producers of a gold call's id parameter")
@@ -286,8 +302,19 @@ def summarize(results: Sequence[ScoredQuery]) -> MetricSummary:
         completion_tokens_per_query=mean(r.llm.completion_tokens for r in results),
         fallback_rate=mean(float(any(fb.reason != "no_llm" for fb in r.fallbacks)) for r in results),
         fallback_counts=dict(sorted(counts.items())),
+        baselines={name: {k: mean(getattr(r.baselines[name], k) for r in results) for k in BASELINE_METRICS}
+                   for name in sorted({n for r in results for n in r.baselines})
+                   if all(name in r.baselines for r in results)},
+        selection_missed=_subset_recall([r for r in results if r.metrics.selection_accuracy < 1.0]),
         **_edges([g for r in results if (g := getattr(r, "graph", None)) is not None]),
     )
+
+
+def _subset_recall(results: Sequence[ScoredQuery]) -> SubsetRecall:
+    names = {n for r in results for n in r.baselines}
+    return SubsetRecall(n=len(results), recall_at_10=mean(r.metrics.recall_at_10 for r in results),
+                        baselines={n: mean(r.baselines[n].recall_at_10 for r in results if n in r.baselines)
+                                   for n in sorted(names)})
 
 
 def _edges(graphs: list[GoldGraph]) -> dict:

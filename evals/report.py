@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pipeline.context import Fallback
 from pipeline.errors import SpecragError
 
+from evals.baselines import BaselineScores
 from evals.metrics import GoldGraph, LLMUsage, MetricSummary, QueryMetrics
 from evals.querysets import GoldEndpoint
 
@@ -56,6 +57,7 @@ class QueryResult(BaseModel):
     fallbacks: list[Fallback] = Field(default_factory=list)
     llm: LLMUsage = Field(default_factory=LLMUsage)
     metrics: QueryMetrics = Field(default_factory=QueryMetrics)
+    baselines: dict[str, BaselineScores] = Field(default_factory=dict, description="baseline name -> its scores")
     plan: list[str] = Field(default_factory=list, description="the plan's calls in order ('METHOD path')")
     graph: GoldGraph | None = Field(None, description="the dependency graph on the gold calls")
     error: str | None = None
@@ -132,7 +134,8 @@ def render_report(run: EvalRun) -> str:
              f"- time: {info.timestamp}", f"- sets: {', '.join(info.sets) or '-'}",
              f"- corpus: {', '.join(info.corpus) or '-'}", f"- prompts: {', '.join(info.prompts) or '-'}",
              f"- versions: {', '.join(f'{k} {v}' for k, v in info.versions.items())}", ""]
-    lines += _scores_table(run) + _graph_table(run) + _latency_table(run) + _cost_table(run) + _failures(run)
+    lines += (_scores_table(run) + _baseline_table(run) + _graph_table(run) + _latency_table(run) + _cost_table(run)
+              + _failures(run))
     return "\n".join(lines) + "\n"
 
 
@@ -151,6 +154,32 @@ def _scores_table(run: EvalRun) -> list[str]:
     return ["## Retrieval", "", note, "", *_table(header, rows)]
 
 
+def _baseline_table(run: EvalRun) -> list[str]:
+    names = sorted({n for _, summ in run.rows() for n in summ.baselines})
+    if not names:
+        return []
+    lines = ["## Against the baselines", "",
+             "Same index, same run. `flat`: per-operation BM25 + MiniLM over the whole fleet, RRF k=60, no stage 1 "
+             "or 2 (what a user builds instead). `oracle-bm25`: plain BM25 within the gold APIs. `missed`: the "
+             "queries whose gold API stage 1 did not select, and R@10 on them.", ""]
+    for name in names:
+        header = ["set", "R@10", f"{name} R@10", "delta", "all@10", f"{name} all@10", "delta", "MRR", f"{name} MRR",
+                  "missed n", "missed R@10", f"missed {name} R@10"]
+        rows = []
+        for set_name, summ in run.rows():
+            base = summ.baselines.get(name)
+            if base is None:
+                continue
+            ours = {k: summ.scores.get(k) or 0.0 for k in ("recall_at_10", "all_found_at_10", "mrr")}
+            missed = summ.selection_missed
+            rows.append([set_name, _num(ours["recall_at_10"]), _num(base["recall_at_10"]),
+                         f"{ours['recall_at_10'] - base['recall_at_10']:+.3f}", _num(ours["all_found_at_10"]),
+                         _num(base["all_found_at_10"]), f"{ours['all_found_at_10'] - base['all_found_at_10']:+.3f}",
+                         _num(ours["mrr"]), _num(base["mrr"]), str(missed.n),
+                         _num(missed.recall_at_10) if missed.n else "-",
+                         _num(missed.baselines.get(name)) if missed.n else "-"])
+        lines += _table(header, rows)
+    return lines
 def _graph_table(run: EvalRun) -> list[str]:
     rows = [[name, _num(s.edge_recall), str(s.edge_total), _num(s.producers_per_param)] for name, s in run.rows()]
     note = ("`hidden@10`: every gold call before the last in the top 10 (multi-call queries). `plan pairs`: gold call "

@@ -23,6 +23,7 @@ from pipeline.specs.models import Chunk
 from pipeline.versions import package_versions
 
 from evals import metrics as m
+from evals.baselines import Baseline, BaselineScores
 from evals.querysets import EvalQuery
 from evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, write_run
 
@@ -52,12 +53,14 @@ class ChunkLookup(Protocol):
 
 
 def run_eval(queries: list[EvalQuery], engine: ContextSource, lookup: ChunkLookup, *, mode: str,
-             setting: str, run_info: dict, progress: bool = True) -> EvalRun:
-    """Run every query (one at a time, in order) and score it; a failing query scores 0."""
+             setting: str, run_info: dict, progress: bool = True, baselines: list[Baseline] = ()) -> EvalRun:
+    """Run every query (one at a time, in order) and score it; a failing query scores 0.
+    Each baseline ranks every query too, scored the same way, so reports compare like with like."""
     mode, setting = _choice(EvalMode, mode), _choice(EvalSetting, setting)
     results, prompts = [], set()
     for query in tqdm(queries, desc=f"eval ({setting.value})", unit="query", disable=not progress):
         result, seen = _run_one(query, engine, lookup, setting)
+        result.baselines = {b.name: baseline_scores(b.rank(query.query, list(query.apis)), query) for b in baselines}
         results.append(result)
         prompts |= seen
     by_set: dict[str, list[QueryResult]] = {}
@@ -128,6 +131,11 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
     ))
 
 
+def baseline_scores(ranked_ids: list[str], query: EvalQuery) -> BaselineScores:
+    gold, ranking = query.gold_keys(), m.ranked_endpoints(ranked_ids)
+    return BaselineScores(recall_at_5=m.recall_at_k(ranking, gold, 5), recall_at_10=m.recall_at_k(ranking, gold, 10),
+                          all_found_at_10=m.all_found_at_k(ranking, gold, 10), mrr=m.reciprocal_rank(ranking, gold),
+                          ndcg_at_10=m.ndcg_at_k(ranking, gold, 10), ranking=list(ranked_ids))
 def _plan(stats, lookup: ChunkLookup) -> list[str]:
     """The plan's operations, built from the query's own ranking (no second query)."""
     chunks = lookup.get_chunks([i for i in stats.ranking if parse_operation_id(i)])

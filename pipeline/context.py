@@ -59,6 +59,8 @@ class RetrievalStats(BaseModel):
     refs_followed: int = 0
     refs_missing: list[str] = Field(default_factory=list)
     refs_cut: list[CutRef] = Field(default_factory=list)
+    primaries_cut: list[str] = Field(default_factory=list,
+                                     description="ranked chunks left out of the context: their closure did not fit")
     limits_hit: list[str] = Field(default_factory=list)
     truncated: bool = Field(False, description="the reference expansion timed out; context is partial")
     llm_calls: list[LLMCall] = Field(default_factory=list)

@@ -97,7 +97,8 @@ class ApiQueryEngine(CustomQueryEngine):
             selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
             expansion = self._done(self.expander.expand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
-            search = self._done(self._search.search(query, expansion, selection.selected_apis or []))
+            search = self._done(self._search.search(query, expansion, selection.selected_apis,
+                                                    only=selection.mode is StageMode.GIVEN))
             nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
                                                       query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
@@ -111,7 +112,8 @@ class ApiQueryEngine(CustomQueryEngine):
             selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
             expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
-            search = self._done(await self._search.asearch(query, expansion, selection.selected_apis or []))
+            search = self._done(await self._search.asearch(query, expansion, selection.selected_apis,
+                                                           only=selection.mode is StageMode.GIVEN))
             nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
                                                              query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
@@ -212,6 +214,7 @@ def retrieval_stats(warnings: list[str], selection: ApiSelection, expansion: Que
         step_reasons={s.chunk_id: s.reason for s in search.added_steps},
         intent=search.intent, type_filter_relaxed=search.type_filter_relaxed,
         refs_followed=refs.refs_followed, refs_missing=list(refs.refs_missing), refs_cut=list(refs.refs_cut),
+        primaries_cut=list(refs.primaries_cut),
         limits_hit=list(refs.limits_hit), truncated=refs.truncated,
         fallbacks=[f for s in stages for f in s.fallbacks],
         llm_calls=[c for s in stages for c in s.llm_calls],

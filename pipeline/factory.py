@@ -32,7 +32,9 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     if store.search_mode == "hybrid":
         api_vectors = catalog_vectors(catalog, store.embed_model, embed_model_id(store.embed_model), catalog_dir)
     selector = KeywordApiSelector(catalog, indexes, retriever, settings.max_selected_apis,
-                                  api_vectors=api_vectors, embed_query=store.embed_query, rrf_k=settings.rrf_k)
+                                  evidence_depth=settings.selection_evidence_depth, api_vectors=api_vectors,
+                                  embed_query=store.embed_query, weights=settings.selection_weights,
+                                  rrf_k=settings.selection_rrf_k)
     expander = KeywordQueryExpander(indexes.get)
     synthesizer = decomposer = None
     if settings.llm_configured:
@@ -51,7 +53,8 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
         synthesizer = Synthesizer(llm, prompts, settings)
         decomposer = Decomposer(llm, prompts, settings, cache)
-    steps = [ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
+    steps = ([ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
+             if settings.producer_steps else [])
     known = frozenset(store.complete_api_ids() & catalog.ids())
     graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalog_dir, api), known)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,

@@ -12,16 +12,17 @@ K = TypeVar("K", bound=Hashable)
 DEFAULT_K = 60
 
 
-def weighted_rrf(rankings: Sequence[tuple[Sequence[K], float]], k: int = DEFAULT_K) -> list[tuple[K, float]]:
+def weighted_rrf(rankings: Sequence[tuple[Sequence[K | None], float]], k: int = DEFAULT_K) -> list[tuple[K, float]]:
     """(item, fused score), best first; ties broken by the item itself so output is stable.
-    An item repeated within one ranking counts at its first (best) rank only."""
+    An item repeated within one ranking counts at its first (best) rank only; a ``None`` entry
+    holds a rank without an item (a ranking with some items taken out keeps its ranks)."""
     if k < 0:
         raise ValueError(f"RRF k must be >= 0, got {k}")
     scores: dict[K, float] = {}
     for ranking, weight in rankings:
         seen: set[K] = set()
         for rank, item in enumerate(ranking, start=1):
-            if item not in seen:
+            if item is not None and item not in seen:
                 seen.add(item)
                 scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -10,13 +10,15 @@ an API key from the environment: :mod:`pipeline.envfile`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.envfile import default_env_file, key_for_dotenv_url
 from pipeline.settings_errors import describe_validation_error
+
+NonNegativeWeight = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
 
 _UNSET: Any = object()
 COLLECTION_RULE = "3-512 characters from A-Z a-z 0-9 . _ -, starting and ending with a letter or digit, no '..'"
@@ -79,11 +81,31 @@ class Settings(BaseSettings):
                                         description="infer endpoint/schema/error intent and filter by chunk type")
     prioritize_primary: bool = Field(True, validation_alias=_env("CONTEXT_PRIORITIZE_PRIMARY"),
                                      description="60/40 slot split primary/references")
+    compact_references: bool = Field(True, validation_alias=_env("CONTEXT_COMPACT_REFERENCES"),
+                                     description="referenced components as names and types (primaries stay full)")
+    closure_first: bool = Field(True, validation_alias=_env("CONTEXT_CLOSURE_FIRST"),
+                                description="the best hits enter with their whole closure, before more hits")
+    producer_steps: bool = Field(True, validation_alias=_env("RETRIEVAL_PRODUCER_STEPS"),
+                                 description="place the operations that produce a hit's id parameters before it")
     log_retrieval_stats: bool = Field(False, validation_alias=_env("LOG_RETRIEVAL_STATS"))
     rrf_k: int = Field(60, ge=1, le=10_000, validation_alias=_env("RETRIEVAL_RRF_K"))
     vector_weight: float = Field(0.6, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_VECTOR_WEIGHT"))
     bm25_weight: float = Field(0.4, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_BM25_WEIGHT"))
     max_selected_apis: int = Field(3, ge=1, le=20, validation_alias=_env("SELECTION_MAX_APIS"))
+    selection_weights: tuple[NonNegativeWeight, NonNegativeWeight, NonNegativeWeight] = Field(
+        (0.0, 0.25, 1.0), validation_alias=_env("SELECTION_WEIGHTS"),
+        json_schema_extra={"allowed": "a JSON list of three numbers, each >= 0 and <= 100"},
+        description="offline stage 1: weights of catalog BM25, catalog vector and endpoint evidence (JSON list)")
+    selection_rrf_k: int = Field(10, ge=0, le=10_000, validation_alias=_env("SELECTION_RRF_K"),
+                                 description="offline stage 1: reciprocal rank fusion constant")
+    selection_evidence_depth: int = Field(50, ge=1, le=1000, validation_alias=_env("SELECTION_EVIDENCE_DEPTH"),
+                                          description="offline stage 1: fleet-wide endpoint hits that vote for APIs")
+    fleet_weight: float = Field(0.5, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_FLEET_WEIGHT"),
+                                description="stage 3: weight of the whole-fleet search fused with the selected "
+                                            "APIs' search (1.0); 0 makes stage 1 a hard filter")
+    api_decay: float | None = Field(0.7, gt=0, le=1, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_API_DECAY"),
+                                    description="stage 3: each selected API is ranked on its own and the i-th "
+                                                "weighs decay**i in the merge; unset to rank them as one scope")
 
     # LLM (stages 1 and 2, optional synthesis)
     openai_api_key: str | None = Field(None, min_length=1, validation_alias=_env("OPENAI_API_KEY"),

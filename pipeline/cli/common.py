@@ -79,6 +79,12 @@ def format_ingest_report(report) -> str:
         "chunks: " + ", ".join(f"{k} {v}" for k, v in report.chunks.items()),
         f"$refs inside their spec: {refs.total} ({refs.resolved} resolved, {refs.unresolved} unresolved, {pct:.2f}%)",
     ]
+    fit = report.closure
+    if fit.operations:
+        lines.append(f"closure fit: {fit.fit:.1%} of {fit.operations} operations within {fit.token_limit} tokens "
+                     f"(compact references; {fit.fit_full_text:.1%} in full text, {fit.fit_with_slots:.1%} also within "
+                     f"{fit.max_chunks} chunks); closure tokens p50 {fit.tokens_p50:.0f}, p90 {fit.tokens_p90:.0f}, "
+                     f"p99 {fit.tokens_p99:.0f}")
     if refs.unresolved_by_kind:
         lines.append("  unresolved by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(refs.unresolved_by_kind.items())))
     if refs.external:

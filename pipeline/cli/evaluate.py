@@ -28,6 +28,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--setting", choices=["fleet", "oracle"], default="fleet")
     p.add_argument("--prompts", dest="prompts_dir", type=Path, help="folder of prompt files (LLM mode)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default runs/<timestamp>)")
+    p.add_argument("--baseline", choices=["flat", "none"], default="flat",
+                   help="rank every query with the flat per-operation baseline too (and, in the oracle setting, "
+                        "plain BM25 within the gold APIs); default flat")
     add_common(p)
     p.set_defaults(handler=evaluate)
 
@@ -63,7 +66,14 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
         raise SpecragError("--mode llm needs OPENAI_API_KEY or SPECRAG_LLM_BASE_URL (an OpenAI-compatible server)")
     queries = load_query_sets([Path(s) for s in args.sets])
     local, engine = open_engine(args, settings, args.corpus)
-    run = run_eval(queries, engine, engine.references.lookup,
+    store = engine.references.lookup
+    baselines = []
+    if args.baseline == "flat":
+        from evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline
+
+        baselines = [FlatBaseline.build(store, local.data_dir / "baselines"), ChunkFlatBaseline(store)]
+        baselines += [OracleBm25Baseline(store)] if args.setting == "oracle" else []
+    run = run_eval(queries, engine, store, baselines=baselines,
                    mode=args.mode, setting=args.setting, progress=show_progress(args),
                    run_info={"corpus": [str(p) for p in args.corpus], "sets": args.sets, "settings": local,
                              "prompts_dir": str(local.prompts_dir)})

@@ -20,7 +20,8 @@ from pipeline.graph.build import api_graph
 from pipeline.graph.infer import operation_deps
 from pipeline.graph.links import StatedLink, stated_links
 from pipeline.graph.models import ApiGraph, OperationDeps
-from pipeline.specs import ids, text
+from pipeline.specs import ids, servers, text
+from pipeline.specs.compact import compact_component
 from pipeline.specs.loader import Resolved, SpecSource, Unresolved, spec_format
 from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 from pipeline.specs.render import strip_markdown, to_yaml
@@ -28,8 +29,8 @@ from pipeline.specs.split import split_chunk
 
 logger = logging.getLogger(__name__)
 # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids;
-# 6: operation chunks carry params and producers (the dependency graph)
-CHUNKER_VERSION = "6"
+# 6: operation chunks carry params and producers (the dependency graph); 7: base URL, auth, compact text
+CHUNKER_VERSION = "7"
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
 MAX_REF_HOPS = 8  # a path item or operation that is a $ref to a $ref ... (multi-file specs)
@@ -139,7 +140,7 @@ class SpecChunker:
             op_id = (ids.webhook_chunk_id if webhook else ids.operation_chunk_id)(self.file_id, path, method)
             frag = Fragment(op_id, ChunkType.ENDPOINT, "webhook" if webhook else "operation", op_file, op,
                             name=str(op.get("operationId", "")), method=method.upper(), path=path,
-                            extra={"shared_params": shared_params, "item_file": item_file})
+                            extra={"shared_params": shared_params, "item_file": item_file, "path_item": item})
             self.aliases.setdefault((entry, (section, path)), op_id)
             self.aliases.setdefault((item_file, item_tokens), op_id)
             self._register(frag, op_tokens)
@@ -192,10 +193,15 @@ class SpecChunker:
         if frag.type is ChunkType.ENDPOINT:
             return self._build_operation(frag)
         refs = self._collect_refs(frag.value, frag.file, frag.kind)
-        header = f"# {frag.kind} {frag.name} ({frag.id.split(':', 1)[1]})"
-        body = to_yaml(_clean(frag.value))
-        return [self._chunk(frag, header + "\n" + body, refs,
-                            **text.component_texts(frag.kind, frag.name, frag.value))]
+        where = frag.id.split(':', 1)[1]
+        value = _clean(frag.value)
+        chunk = self._chunk(frag, f"# {frag.kind} {frag.name} ({where})\n" + to_yaml(value), refs,
+                            **text.component_texts(frag.kind, frag.name, frag.value))
+        compact = compact_component(frag.kind, frag.name, where, value)
+        compact_tokens = self.count_tokens(compact) if compact else 0
+        if compact and compact_tokens < chunk.n_tokens:
+            chunk = chunk.model_copy(update={"compact_text": compact, "compact_tokens": compact_tokens})
+        return [chunk]
 
     def _build_operation(self, frag: Fragment) -> list[Chunk]:
         op = dict(_clean(frag.value))
@@ -215,6 +221,10 @@ class SpecChunker:
         webhook = frag.kind == "webhook"
         where = f"webhook {frag.path} ({frag.method})" if webhook else f"{frag.method} {frag.path}"
         head = f"# {where}" + (f"  (operationId: {frag.name})" if frag.name else "")
+        urls = [] if webhook else servers.base_urls(self.doc, frag.extra["path_item"], frag.value)
+        auth = servers.auth_requirements(self.doc, frag.value)
+        head += "".join(f"\n# {label}: {' | '.join(values)}" for label, values in
+                        (("base URL", urls), ("auth", auth)) if values)
         if errors:
             err_id = ids.errors_chunk_id(frag.id)
             refs.setdefault(err_id, []).append("responses")
@@ -225,8 +235,9 @@ class SpecChunker:
             out.append(self._chunk(err_frag, err_text, err_refs,
                                    **_labelled(webhook, text.errors_texts(frag.method, frag.path, frag.name, errors)), op=op))
             head += f"\n# error responses ({', '.join(errors)}): see {err_id}"
-        out.insert(0, self._chunk(frag, head + "\n" + to_yaml(op), refs,
-                                  **_labelled(webhook, text.operation_texts(frag.method, frag.path, op)), op=op))
+        endpoint = self._chunk(frag, head + "\n" + to_yaml(op), refs,
+                               **_labelled(webhook, text.operation_texts(frag.method, frag.path, op)), op=op)
+        out.insert(0, endpoint.model_copy(update={"base_urls": urls, "auth": auth}))
         return out
 
     def _record_deps(self, frag: Fragment, shared: list) -> None:

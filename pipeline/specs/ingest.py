@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from pipeline.errors import SpecError
 from pipeline.specs.chunker import SpecChunker
+from pipeline.specs.closure import measure_closures
 from pipeline.specs.files import decode_text, is_text, read_regular_file
 from pipeline.specs.limits import SpecLimits
 from pipeline.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
@@ -153,3 +154,4 @@ def summarise(report: IngestReport, apis: list[ApiSummary]) -> None:
         report.refs.add(api.refs)
     report.chunks = {k: counts.get(k, 0) for k in ("endpoint", "component", "errors")} | {"total": sum(counts.values())}
     report.dropped = dict(sorted(dropped.items()))
+    report.closure = measure_closures(result.apis)

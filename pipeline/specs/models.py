@@ -46,6 +46,10 @@ class Chunk(BaseModel):
         description="chunk id -> the locations (JSON pointers inside this fragment) that reference it",
     )
     referenced_by: list[str] = Field(default_factory=list)
+    base_urls: list[str] = Field(default_factory=list, description="an operation's servers, preferred first")
+    auth: list[str] = Field(default_factory=list, description="an operation's accepted security requirements")
+    compact_text: str = Field("", description="a component's names and types only, how it is shown as a reference")
+    compact_tokens: int = 0
     params: list[ParamNeed] = Field(default_factory=list, description="operations: parameters a caller must fill")
     producers: list[DependencyEdge] = Field(default_factory=list,
                                             description="operations: who can fill each id parameter, best first")
@@ -66,6 +70,10 @@ class Chunk(BaseModel):
             "n_tokens": self.n_tokens,
             "ref_ids": json.dumps(self.ref_ids),  # insertion order = order of appearance in the spec
             "referenced_by": json.dumps(self.referenced_by),
+            "base_urls": json.dumps(self.base_urls),
+            "auth": json.dumps(self.auth),
+            "compact_text": self.compact_text,
+            "compact_tokens": self.compact_tokens,
             "params": json.dumps([p.model_dump(mode="json") for p in self.params]),
             "producers": json.dumps([e.model_dump(mode="json", exclude={"consumer"}) for e in self.producers]),
             "produces": json.dumps(self.produces),
@@ -91,6 +99,10 @@ class Chunk(BaseModel):
             n_tokens=int(metadata.get("n_tokens", 0) or 0),
             ref_ids=_json_or(metadata.get("ref_ids"), {}, dict),
             referenced_by=_json_or(metadata.get("referenced_by"), [], list),
+            base_urls=_json_or(metadata.get("base_urls"), [], list),
+            auth=_json_or(metadata.get("auth"), [], list),
+            compact_text=str(metadata.get("compact_text", "") or ""),
+            compact_tokens=int(metadata.get("compact_tokens", 0) or 0),
             params=decode_params(metadata.get("params")),
             producers=decode_producers(chunk_id, metadata.get("producers")),
             produces=[str(r) for r in _json_or(metadata.get("produces"), [], list)],
@@ -199,10 +211,25 @@ class ApiChunks(BaseModel):
     dropped: dict[str, int] = Field(default_factory=dict, description="elements left out, by reason (duplicate_id)")
 
 
+class ClosureFit(BaseModel):
+    """Computed by ``pipeline.specs.closure``: how many operations' closures fit the budget."""
+
+    operations: int = 0
+    token_limit: int = 4000
+    max_chunks: int = 15
+    fit: float = Field(0.0, description="share of operations whose compact closure fits token_limit")
+    fit_with_slots: float = Field(0.0, description="... and also max_chunks chunks in all")
+    fit_full_text: float = Field(0.0, description="share that fits token_limit with references in full text")
+    tokens_p50: float = 0.0
+    tokens_p90: float = 0.0
+    tokens_p99: float = 0.0
+
+
 class IngestReport(BaseModel):
     specs_read: int = 0
     specs_skipped: list[SkippedSpec] = Field(default_factory=list)
     chunks: dict[str, int] = Field(default_factory=dict)
     refs: RefStats = Field(default_factory=RefStats)
     dropped: dict[str, int] = Field(default_factory=dict, description="elements left out of read specs, by reason")
+    closure: ClosureFit = Field(default_factory=ClosureFit, description="operations whose closure fits the budget")
     seconds: float = 0.0

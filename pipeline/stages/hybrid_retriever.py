@@ -1,11 +1,13 @@
 """Stage 3's retriever: metadata-filtered hybrid search (vector + BM25, fused by weighted RRF).
 
 The per-query filters travel in the query bundle (:class:`SpecQuery`): ``file_ids`` and
-``types`` are applied on both sides, so no chunk of a non-selected API can come back. The vector
-side embeds ``embedding_strs`` (the user's words); BM25 reads ``query_str`` (the expanded query).
-A plain ``QueryBundle`` searches the whole index with the retriever's defaults. ``SpecQuery.mode``
-picks one side (keyword: BM25 only, vector: vectors only); a single side keeps its own scores
-(BM25, or the vector similarity), both sides are fused.
+``types`` are applied on both sides, so no chunk of another API can come back.
+``prefer_file_ids`` is the soft form: the search over those APIs is fused with a search over
+the whole index (``fleet_weight``), so preferred APIs rank first but a strong hit elsewhere still
+gets in. The vector side embeds ``embedding_strs`` (the user's words); BM25 reads ``query_str``
+(the expanded query). A plain ``QueryBundle`` searches the whole index with the defaults.
+``SpecQuery.mode`` picks one side (keyword: BM25 only, vector: vectors only); a single side
+keeps its own scores (BM25, or the vector similarity), both sides are fused.
 """
 
 from __future__ import annotations
@@ -53,13 +55,16 @@ class HybridRetriever(BaseRetriever):
     """Holds only what is the same for every query: the index, the fusion weights, the depth."""
 
     def __init__(self, index: SearchIndex, *, top_k: int = 5, rrf_k: int = DEFAULT_K, vector_weight: float = 0.6,
-                 bm25_weight: float = 0.4, candidates: int = 30):
+                 bm25_weight: float = 0.4, candidates: int = 30, fleet_weight: float = 0.5,
+                 api_decay: float | None = 0.7):
         super().__init__()
         self.index = index
         self.top_k = top_k
         self.rrf_k = rrf_k
         self.weights = (vector_weight, bm25_weight)
         self.candidates = candidates
+        self.fleet_weight = fleet_weight  # weight of the whole-index rankings against the preferred APIs' (1.0)
+        self.api_decay = api_decay  # weight of the i-th preferred API's own ranking: decay ** i (None: one scope)
 
     @property
     def search_mode(self) -> str:
@@ -69,7 +74,8 @@ class HybridRetriever(BaseRetriever):
     @classmethod
     def from_settings(cls, index: SearchIndex, settings: Settings) -> "HybridRetriever":
         return cls(index, top_k=settings.max_primary_results, rrf_k=settings.rrf_k,
-                   vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight)
+                   vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,
+                   fleet_weight=settings.fleet_weight, api_decay=settings.api_decay)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Fused top k; ``SpecQuery(hydrate=False)`` leaves them as id/API/type stubs (cheap)."""
@@ -79,18 +85,55 @@ class HybridRetriever(BaseRetriever):
             return []
         top_k = query.top_k or self.top_k
         depth = max(self.candidates, 3 * top_k)
-        vector_query = (query.embedding_strs or [query.query_str])[0]
-        filters = dict(file_ids=query.file_ids, types=query.types, top_k=depth, hydrate=False, methods=query.methods)
+        if query.prefer_file_ids and query.file_ids is None:
+            ranked = self._soft(query, depth)
+        else:
+            ranked = self._hybrid(query, query.query_str, query.file_ids, depth)
+        return self.index.hydrate(ranked[:top_k]) if query.hydrate else ranked[:top_k]
+
+    def _soft(self, query: SpecQuery, depth: int) -> list[NodeWithScore]:
+        """The preferred APIs' ranking merged with the whole index's, whose hits of preferred APIs are
+        taken out but keep their ranks. Merged by weighted reciprocal rank without smoothing
+        (k = 0): another API's hit at rank r lands near the preferred ranking's rank
+        r / ``fleet_weight``, so the weight moves it smoothly (RRF's k = 60 would make it a
+        threshold: below ~0.9 nothing from elsewhere could ever enter the top 10)."""
+        preferred = self._preferred(query, depth)
+        if not self.fleet_weight:
+            return preferred
+        chosen = set(query.prefer_file_ids)
+        fleet = self._hybrid(query, query.question, None, depth)  # the user's words alone, like a plain search
+        by_id = {h.node.node_id: h for h in (*preferred, *fleet)}
+        others = [None if h.node.metadata.get("source_file") in chosen else h.node.node_id for h in fleet]
+        fused = weighted_rrf([([h.node.node_id for h in preferred], 1.0), (others, self.fleet_weight)], k=0)
+        return [NodeWithScore(node=by_id[i].node, score=score) for i, score in fused]
+
+    def _preferred(self, query: SpecQuery, depth: int) -> list[NodeWithScore]:
+        """Each preferred API ranked on its own, merged by reciprocal rank weighted by the API's place
+        in the preference (``api_decay ** i``): the first API's best hits lead, and a big API's many
+        near-matches cannot bury a small API's one good operation."""
+        apis = list(dict.fromkeys(query.prefer_file_ids))
+        if self.api_decay is None or len(apis) == 1:
+            return self._hybrid(query, query.query_str, apis, depth)
+        rankings, by_id = [], {}
+        for i, api in enumerate(apis):
+            hits = self._hybrid(query, query.query_str, [api], depth)
+            by_id.update((h.node.node_id, h) for h in hits)
+            rankings.append(([h.node.node_id for h in hits], self.api_decay ** i))
+        return [NodeWithScore(node=by_id[i].node, score=score) for i, score in weighted_rrf(rankings, k=0)]
+
+    def _hybrid(self, query: SpecQuery, lexical_query: str, file_ids: list[str] | None,
+                depth: int) -> list[NodeWithScore]:
+        """One scope's vector and BM25 rankings (parts collapsed), fused by weighted RRF; a single
+        side (``SpecQuery.mode`` keyword or vector) keeps its own order and scores."""
+        filters = dict(file_ids=file_ids, types=query.types, top_k=depth, hydrate=False, methods=query.methods)
         sides = []
         if query.mode != SearchMode.KEYWORD and self.index.search_mode == "hybrid":
-            sides.append((collapse_parts(self.index.vector_search(vector_query, **filters)), self.weights[0]))
+            sides.append((collapse_parts(self.index.vector_search(query.question, **filters)), self.weights[0]))
         if query.mode != SearchMode.VECTOR:
-            sides.append((collapse_parts(self.index.lexical_search(query.query_str, **filters)), self.weights[1]))
+            sides.append((collapse_parts(self.index.lexical_search(lexical_query, **filters)), self.weights[1]))
         if query.mode in (SearchMode.KEYWORD, SearchMode.VECTOR):
-            top = sides[0][0][:top_k] if sides else []
-        else:
-            top = self._fuse(sides)[:top_k]
-        return self.index.hydrate(top) if query.hydrate else top
+            return sides[0][0] if sides else []
+        return self._fuse(sides)
 
     def _fuse(self, sides: list[tuple[list[NodeWithScore], float]]) -> list[NodeWithScore]:
         first: dict[str, NodeWithScore] = {}

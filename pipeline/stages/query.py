@@ -20,11 +20,17 @@ class SpecQuery(QueryBundle):
     """``query_str`` feeds BM25 (the expanded query); ``custom_embedding_strs`` the vector side."""
 
     file_ids: Optional[list[str]] = None  # None: every API; []: none (nothing comes back)
+    prefer_file_ids: Optional[list[str]] = None  # soft: these APIs first, fused with the whole index
     types: Optional[list[str]] = None  # chunk types: endpoint, component, errors; None: all
     methods: Optional[list[str]] = None  # HTTP methods (GET, POST...) of operation/errors chunks; None: all chunks
     top_k: Optional[int] = None  # None: the retriever's default
     hydrate: bool = True  # False: id/API/type stubs, enough to rank (cheap)
     mode: Optional[SearchMode] = None  # keyword (BM25), vector, or None/hybrid (both, fused)
+
+    @property
+    def question(self) -> str:
+        """The user's own words: the vector side's text, and the whole-index side of a soft search."""
+        return (self.embedding_strs or [self.query_str])[0]
 
     def narrowed(self, **changes) -> "SpecQuery":
         """A copy with other filters (the original is never changed)."""

@@ -13,7 +13,11 @@ The rules, chosen to keep the output deterministic and the best hit complete:
   candidate inherits the *root*: the primary it descends from.
 - Admission is by (root rank, depth, discovery order): the top hit's whole closure (within
   ``max_depth``) comes before the second hit's references, so a budget never starves the best
-  answer of its deep dependencies (User -> Address -> Country).
+  answer of its deep dependencies (User -> Address -> Country). The top hit's closure is bound
+  by tokens only, not by chunk slots: an operation that needs 18 small schemas gets them all.
+- References are shown compact (``compact_references``): a component's property names and types,
+  one line each, without examples (see ``pipeline.specs.compact``); primaries keep their full text.
+  A compact component's ``:partN`` chunks are not followed: the compact text covers it whole.
 - Parts of split chunks (``:partN``, the rest of a chunk's own text) come after every root's
   dependencies: a second hit's schemas matter more than the tail of the first hit's text.
 - A chunk is admitted only if its referrer was: a child of a cut chunk is cut with the same
@@ -82,6 +86,9 @@ class ReferenceExpander(BaseNodePostprocessor):
     token_limit: int = Field(4000, ge=0, description="token budget for the whole context (primaries always kept)")
     timeout_ms: int = Field(5000, gt=0, description="wall time for the walk; partial context after it")
     prioritize_primary: bool = Field(True, description="reserve at least 40% of the chunk slots for references")
+    compact_references: bool = Field(True, description="references in their compact form (names and types)")
+    closure_first: bool = Field(True, description="a hit enters with its whole closure or not at all (after the "
+                                                  "first); off: every primary kept, references share what is left")
 
     def __init__(self, lookup: ChunkLookup, **kwargs: Any) -> None:
         if not isinstance(lookup, ChunkLookup):
@@ -96,7 +103,8 @@ class ReferenceExpander(BaseNodePostprocessor):
     def from_settings(cls, lookup: ChunkLookup, settings: Settings) -> "ReferenceExpander":
         return cls(lookup=lookup, max_depth=settings.max_depth, max_total_chunks=settings.max_total_chunks,
                    token_limit=settings.context_token_limit, timeout_ms=settings.timeout_ms,
-                   prioritize_primary=settings.prioritize_primary)
+                   prioritize_primary=settings.prioritize_primary,
+                   compact_references=settings.compact_references, closure_first=settings.closure_first)
 
     def expand(self, primary: list[NodeWithScore]) -> ReferenceExpansion:
         """Primary chunks plus their references, with every limit hit recorded."""
@@ -112,7 +120,7 @@ class ReferenceExpander(BaseNodePostprocessor):
             result.hit("token_limit")
         roots = {c.id: rank for rank, c in enumerate(result.primary)}
         found = self._walk(result, visited, roots, deadline)
-        self._admit(result, found, roots)
+        (self._admit_closure_first if self.closure_first else self._admit)(result, found, roots)
         result.refs_followed = len(result.referenced)
         if result.refs_missing:
             logger.warning("%d referenced chunks not found: %s", len(result.refs_missing), result.refs_missing[:5])
@@ -147,7 +155,7 @@ class ReferenceExpander(BaseNodePostprocessor):
                     continue
                 roots[cand.id] = roots[cand.referenced_from]
                 fetched.append((cand, chunk))
-                parents.append(_as_parent(cand.id, chunk))
+                parents.append(_as_parent(cand.id, chunk, self.compact_references))
             level = _candidates(parents, visited, level[0].depth + 1)
         return fetched
 
@@ -159,10 +167,10 @@ class ReferenceExpander(BaseNodePostprocessor):
         cut_reason: dict[str, str] = {}
         used = 0
         for cand, chunk in sorted(fetched, key=lambda fc: (_is_part(fc[0].id), roots[fc[0].id], fc[0].depth)):
-            n_tokens = chunk.n_tokens if chunk.n_tokens > 0 else count_tokens(chunk.text)
+            n_tokens = self._tokens(chunk)
             reason = cut_reason.get(cand.referenced_from)  # never a child without its parent
-            if reason is None and len(result.referenced) >= slots:
-                reason = "max_chunks"
+            if reason is None and len(result.referenced) >= slots and (roots[cand.id] > 0 or _is_part(cand.id)):
+                reason = "max_chunks"  # the best hit's closure is bound by tokens only
             if reason is None and used + n_tokens > budget:
                 reason = "token_limit"
             if reason is not None or cand.referenced_from not in admitted:
@@ -170,12 +178,72 @@ class ReferenceExpander(BaseNodePostprocessor):
                 cut_reason[cand.id] = reason
                 result.cut([cand], reason)
                 continue
-            result.referenced.append(ContextChunk(id=cand.id, text=chunk.text, metadata=chunk.metadata(),
-                                                  n_tokens=n_tokens, depth=cand.depth,
-                                                  referenced_from=cand.referenced_from))
+            result.referenced.append(self._reference(cand, chunk))
             admitted.add(cand.id)
             used += n_tokens
         result.total_tokens += used
+
+    def _admit_closure_first(self, result: ReferenceExpansion, fetched: list[tuple[_Candidate, Chunk]],
+                             roots: dict[str, int]) -> None:
+        """Hit 1 and its closure, then hit 2 with its closure if both fit what is left, and so on:
+        a hit whose closure does not fit is left out whole (``primaries_cut``), so every hit in the
+        context can be used as it stands. The first hit is always kept, its references first fit
+        and bound by tokens only; the others also by chunk slots. Split parts come last."""
+        closures: dict[int, list[tuple[_Candidate, Chunk]]] = {}
+        parts = []
+        for cand, chunk in sorted(fetched, key=lambda fc: (roots[fc[0].id], fc[0].depth)):
+            (parts if _is_part(cand.id) else closures.setdefault(roots[cand.id], [])).append((cand, chunk))
+        primaries, result.primary = result.primary, result.primary[:1]
+        used = sum(c.n_tokens for c in result.primary)
+        admitted = {c.id for c in result.primary}
+        slots = len(result.primary)  # chunks that count against max_total_chunks (not the first closure)
+        for cand, chunk in closures.get(0, []):
+            n_tokens = self._tokens(chunk)
+            if cand.referenced_from not in admitted or used + n_tokens > self.token_limit:
+                result.cut([cand], "token_limit")
+                continue
+            result.referenced.append(self._reference(cand, chunk))
+            admitted.add(cand.id)
+            used += n_tokens
+        for rank, primary in enumerate(primaries[1:], start=1):
+            closure = closures.get(rank, [])
+            need = primary.n_tokens + sum(self._tokens(chunk) for _, chunk in closure)
+            reason = ("token_limit" if used + need > self.token_limit else
+                      "max_chunks" if slots + 1 + len(closure) > self.max_total_chunks else None)
+            if reason:
+                result.primaries_cut.append(primary.id)
+                result.cut([c for c, _ in closure], reason)
+                continue
+            result.primary.append(primary)
+            result.referenced += [self._reference(cand, chunk) for cand, chunk in closure]
+            admitted |= {primary.id, *(c.id for c, _ in closure)}
+            used += need
+            slots += 1 + len(closure)
+        for cand, chunk in parts:
+            n_tokens = self._tokens(chunk)
+            if cand.referenced_from not in admitted or used + n_tokens > self.token_limit or slots >= self.max_total_chunks:
+                result.cut([cand], "token_limit" if used + n_tokens > self.token_limit else "max_chunks")
+                continue
+            result.referenced.append(self._reference(cand, chunk))
+            admitted.add(cand.id)
+            used += n_tokens
+            slots += 1
+        if result.primaries_cut:
+            result.hit("closure_budget")
+        result.total_tokens = used
+
+    def _tokens(self, chunk: Chunk) -> int:
+        """A reference's tokens, in the form it is shown (compact when it has one)."""
+        if self.compact_references and chunk.compact_text:
+            return chunk.compact_tokens or count_tokens(chunk.compact_text)
+        return chunk.n_tokens if chunk.n_tokens > 0 else count_tokens(chunk.text)
+
+    def _reference(self, cand: _Candidate, chunk: Chunk) -> ContextChunk:
+        compact = self.compact_references and bool(chunk.compact_text)
+        metadata = {k: v for k, v in chunk.metadata().items() if k != "compact_text"}
+        return ContextChunk(id=cand.id, text=chunk.compact_text if compact else chunk.text, metadata=metadata,
+                            n_tokens=self._tokens(chunk), depth=cand.depth, referenced_from=cand.referenced_from,
+                            compact=compact)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
@@ -187,7 +255,8 @@ class ReferenceExpander(BaseNodePostprocessor):
         by_id: dict[str, NodeWithScore] = {}
         for nws in nodes:
             by_id.setdefault(nws.node.node_id, nws)
-        out = ExpandedNodes([*by_id.values(), *(context_node(c) for c in expansion.referenced)], expansion)
+        kept = [by_id[c.id] for c in expansion.primary]
+        out = ExpandedNodes([*kept, *(context_node(c) for c in expansion.referenced)], expansion)
         dispatcher.event(ReferenceExpansionEndEvent(nodes=list(out), expansion=expansion))
         return out
 
@@ -234,8 +303,11 @@ def _is_part(chunk_id: str) -> bool:
     return base_chunk_id(chunk_id) != chunk_id
 
 
-def _as_parent(chunk_id: str, chunk: Chunk) -> ContextChunk:
-    return ContextChunk(id=chunk_id, text="", metadata={"ref_ids": json.dumps(chunk.ref_ids)})
+def _as_parent(chunk_id: str, chunk: Chunk, compact: bool) -> ContextChunk:
+    """A fetched chunk as the next level's referrer; a compact one's own parts are not followed
+    (its compact text already names every property of the whole component)."""
+    refs = {r: locs for r, locs in chunk.ref_ids.items() if not (compact and chunk.compact_text and _is_part(r))}
+    return ContextChunk(id=chunk_id, text="", metadata={"ref_ids": json.dumps(refs)})
 
 
 def _fetch(lookup: ChunkLookup, ids: list[str], deadline: float) -> dict[str, Chunk] | None:

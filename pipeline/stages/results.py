@@ -18,6 +18,7 @@ class ContextChunk(BaseModel):
     score: float | None = Field(None, description="fused retrieval score (primary chunks)")
     depth: int = Field(0, description="0 for primary chunks, else the ref hops from the nearest primary")
     referenced_from: str | None = Field(None, description="the chunk whose ref_ids brought this one in")
+    compact: bool = Field(False, description="shown in compact form: names and types, no examples or long prose")
 
 
 class Fallback(BaseModel):
@@ -120,7 +121,10 @@ class ReferenceExpansion(BaseModel):
     refs_followed: int = Field(0, description="references added to the context")
     refs_missing: list[str] = Field(default_factory=list, description="ref ids the lookup did not know")
     refs_cut: list[CutRef] = Field(default_factory=list, description="refs left out by a limit, with the reason")
-    limits_hit: list[str] = Field(default_factory=list, description="depth, max_chunks, token_limit, timeout")
+    primaries_cut: list[str] = Field(default_factory=list,
+                                     description="retrieved chunks left out: their closure did not fit after the better hits'")
+    limits_hit: list[str] = Field(default_factory=list,
+                                  description="depth, max_chunks, token_limit, timeout, closure_budget")
     truncated: bool = Field(False, description="the timeout stopped the walk; the context is partial")
     ms: float = 0.0
 

@@ -33,15 +33,16 @@ class SearchStage:
         self.query_analysis = query_analysis
         self.min_typed_results = min_typed_results
 
-    def search(self, query: str, expansion: QueryExpansion, file_ids: list[str] | None) -> SearchResult:
-        """Rank chunks of ``file_ids`` (None: every API) for the user's ``query`` and its expansion."""
+    def search(self, query: str, expansion: QueryExpansion, apis: list[str], only: bool = False) -> SearchResult:
+        """Rank chunks for the user's ``query`` and its expansion: ``apis`` first (stage 1's
+        selection, fused with the whole index), or ``only`` those APIs (the caller named them)."""
         start = time.perf_counter()
         result = SearchResult(search_mode=getattr(self.retriever, "search_mode", "hybrid"))
-        if file_ids is not None and not file_ids:
-            file_ids = None
+        if not apis:
             result.warnings.append("no API selected: searched the whole index")
         spec_query = SpecQuery(query_str=expansion.expanded_query, custom_embedding_strs=[query],
-                               file_ids=file_ids, top_k=self.depth)
+                               file_ids=list(apis) if only and apis else None,
+                               prefer_file_ids=list(apis) if apis and not only else None, top_k=self.depth)
         if self.query_analysis:
             intent = classify(query)
             result.intent = intent.value
@@ -51,7 +52,7 @@ class SearchStage:
             result.type_filter_relaxed = True
             spec_query = spec_query.narrowed(types=None)
             nodes = self.retriever.retrieve(spec_query)
-        if file_ids is not None:  # steps complete a selected API's calls; a fleet-wide hit list has no one API
+        if apis:  # steps complete a selected API's calls; a fleet-wide hit list has no one API
             for step in self.steps:
                 nodes = step.postprocess_nodes(nodes, query_bundle=spec_query)
         result.nodes, result.ranking = nodes, [n.node.node_id for n in nodes]
@@ -60,6 +61,6 @@ class SearchStage:
         result.ms = elapsed_ms(start)
         return result
 
-    async def asearch(self, query: str, expansion: QueryExpansion, file_ids: list[str] | None) -> SearchResult:
+    async def asearch(self, query: str, expansion: QueryExpansion, apis: list[str], only: bool = False) -> SearchResult:
         """CPU-bound: runs in a worker thread, off the event loop."""
-        return await asyncio.to_thread(self.search, query, expansion, file_ids)
+        return await asyncio.to_thread(self.search, query, expansion, apis, only)

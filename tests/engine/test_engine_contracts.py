@@ -47,7 +47,7 @@ def test_instrumentation_sees_retrieval_and_postprocessing_of_one_query(demo_eng
             "ReferenceExpansionEndEvent"} <= set(names)
     searched = [e.str_or_query_bundle for e in starts]
     assert any(isinstance(q, SpecQuery) and q.types == ["endpoint"] and q.file_ids is None for q in searched)  # stage 1
-    assert any(isinstance(q, SpecQuery) and q.file_ids and "users_api" in q.file_ids for q in searched)  # stage 3
+    assert any(isinstance(q, SpecQuery) and q.prefer_file_ids and "users_api" in q.prefer_file_ids for q in searched)  # stage 3
     end = next(e for e in recorder.events if isinstance(e, ReferenceExpansionEndEvent))
     ctx = response.metadata["knowledge_context"]
     assert [n.node.node_id for n in end.nodes] == [c.id for c in ctx.chunks]

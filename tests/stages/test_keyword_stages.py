@@ -70,7 +70,7 @@ def test_endpoint_evidence_can_outvote_the_catalog(catalog, indexes):
     assert voted[0][0] == "petstore_v2"
     asked = evidence.queries[0]  # a fleet-wide endpoint search, through the retriever's public contract
     assert isinstance(asked, SpecQuery) and asked.types == ["endpoint"] and asked.file_ids is None
-    assert asked.top_k == 20 and asked.hydrate is False
+    assert asked.top_k == 50 and asked.hydrate is False
 
 
 def test_keyword_stages_say_they_ran_offline(catalog, indexes):

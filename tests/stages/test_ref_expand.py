@@ -67,8 +67,11 @@ def primaries(chunks: list[Chunk], *ids: str) -> list[NodeWithScore]:
 
 
 def run(*ids: str, chunks: list[Chunk] | None = None, **limits) -> tuple[ReferenceExpansion, DictLookup]:
+    """Most tests pin the every-primary-kept policy (``closure_first=False``); the closure-first
+    tests at the end say so."""
     chunks = chunks if chunks is not None else users_api()
     lookup = DictLookup(chunks)
+    limits.setdefault("closure_first", False)
     return ReferenceExpander(lookup=lookup, **limits).expand(primaries(chunks, *ids)), lookup
 
 
@@ -148,12 +151,16 @@ def test_child_of_a_cut_chunk_is_cut_with_the_parents_reason():
     assert cuts(result) == [(USER, POST, 1, "token_limit"), (ADDRESS, USER, 2, "token_limit"),
                             (COUNTRY, ADDRESS, 3, "token_limit")]
     assert result.total_tokens == 130 and result.limits_hit == ["token_limit"]
-    # the parent's reason wins over the slot limit: Country is cut for tokens, Error for slots
-    result, _ = run(POST, chunks=chunks, token_limit=400, max_total_chunks=3, prioritize_primary=False)
-    assert refs(result) == [(POST_ERR, 1, POST), (VALIDATION, 2, POST_ERR)]
-    assert cuts(result) == [(USER, POST, 1, "token_limit"), (ADDRESS, USER, 2, "token_limit"),
-                            (ERROR, POST_ERR, 2, "max_chunks"), (COUNTRY, ADDRESS, 3, "token_limit")]
-    assert result.limits_hit == ["token_limit", "max_chunks"]
+
+
+def test_slots_bind_the_later_hits_but_not_the_best_hits_closure():
+    # one slot for references: the best hit (POST) still gets its whole closure within the tokens;
+    # the second hit's error responses are cut for slots
+    chunks = users_api(post=100, get=100)
+    result, _ = run(POST, GET, chunks=chunks, token_limit=4000, max_total_chunks=3, prioritize_primary=False)
+    assert {r[2] for r in refs(result)} <= {POST, USER_CREATE, USER, ADDRESS, POST_ERR}
+    assert (COUNTRY, 3, ADDRESS) in refs(result) and len(refs(result)) == 7
+    assert cuts(result) == [(GET_ERR, GET, 1, "max_chunks")] and result.limits_hit == ["max_chunks"]
 
 
 def test_primaries_are_kept_even_over_the_token_limit():
@@ -193,14 +200,19 @@ def test_tokens_are_counted_when_metadata_has_none():
     assert result.total_tokens == count("post: {}\n") + count(text)
 
 
-def test_chunk_limit_cuts_remaining_refs():
-    result, lookup = run(POST, max_total_chunks=4, prioritize_primary=False)
+PING = "users:paths/~1ping/get"
+
+
+def test_chunk_limit_cuts_the_refs_of_a_hit_below_the_best():
+    # PING (no refs) is the best hit, so POST's closure is the one the slot limit binds
+    chunks = [chunk(PING), *users_api()]
+    result, lookup = run(PING, POST, chunks=chunks, max_total_chunks=5, prioritize_primary=False)
     assert [c.id for c in result.referenced] == [USER_CREATE, USER, POST_ERR]
     assert cuts(result) == [(ADDRESS, USER_CREATE, 2, "max_chunks"), (VALIDATION, POST_ERR, 2, "max_chunks"),
                             (ERROR, POST_ERR, 2, "max_chunks"), (COUNTRY, ADDRESS, 3, "max_chunks")]
     assert result.limits_hit == ["max_chunks"]
     assert lookup.calls == [[USER_CREATE, USER, POST_ERR], [ADDRESS, VALIDATION, ERROR], [COUNTRY]]
-    result, _ = run(POST, max_total_chunks=3, prioritize_primary=False)  # cut inside a level
+    result, _ = run(PING, POST, chunks=chunks, max_total_chunks=4, prioritize_primary=False)  # cut inside a level
     assert [c.id for c in result.referenced] == [USER_CREATE, USER]
     assert cuts(result) == [(POST_ERR, POST, 1, "max_chunks"), (ADDRESS, USER_CREATE, 2, "max_chunks"),
                             (VALIDATION, POST_ERR, 2, "max_chunks"), (ERROR, POST_ERR, 2, "max_chunks"),
@@ -208,7 +220,7 @@ def test_chunk_limit_cuts_remaining_refs():
 
 
 def _fleet(n: int) -> list[Chunk]:
-    """n operations, each referencing three schemas of its own."""
+    """n operations, each referencing three schemas of its own (slots bind all but the first's)."""
     ops = [chunk(f"f:paths/~1op{i}/get", [_t(3 * i + k) for k in range(3)]) for i in range(n)]
     return ops + [chunk(_t(j)) for j in range(3 * n)]
 
@@ -217,7 +229,7 @@ def _t(j: int) -> str:
     return f"f:components/schemas/T{j:02d}"
 
 
-@pytest.mark.parametrize(("n_primary", "prioritize", "n_refs"), [(8, True, 4), (8, False, 2), (3, True, 7), (10, False, 0)])
+@pytest.mark.parametrize(("n_primary", "prioritize", "n_refs"), [(8, True, 4), (8, False, 3), (3, True, 7), (10, False, 3)])
 def test_sixty_forty_split(n_primary, prioritize, n_refs):
     chunks = _fleet(n_primary)
     result, _ = run(*[c.id for c in chunks[:n_primary]], chunks=chunks, max_total_chunks=10,
@@ -258,10 +270,11 @@ def test_level_fetch_cap_cuts_lowest_ranked_roots_first(prioritize):
     ops = [c.id for c in chunks[:3]]
     result, lookup = run(*ops, chunks=chunks, max_total_chunks=5, prioritize_primary=prioritize)
     assert lookup.calls == [[_t(j) for j in range(cap)]]  # one lookup, capped
-    assert [c.id for c in result.referenced] == [_t(0), _t(1)]  # 5 - 3 = 2 slots (40% of 5 is 2 too)
+    # 5 - 3 = 2 slots (40% of 5 is 2 too), which bind op1, not the best hit op0's closure
+    assert [c.id for c in result.referenced] == [_t(j) for j in range(k)]
     overflow = [(_t(j), ops[j // k], 1, "max_chunks") for j in range(cap, 3 * k)]
     assert overflow[0][1] == ops[1] and overflow[-1][1] == ops[2]
-    admission = [(_t(j), ops[j // k], 1, "max_chunks") for j in range(2, cap)]
+    admission = [(_t(j), ops[j // k], 1, "max_chunks") for j in range(k, cap)]
     assert cuts(result) == overflow + admission and result.limits_hit == ["max_chunks"]
 
 
@@ -355,3 +368,53 @@ def test_parts_of_split_chunks_come_after_every_roots_dependencies():
     tight, _ = run(POST, GET, chunks=graph, max_depth=1, max_total_chunks=6, prioritize_primary=False)
     assert [c.id for c in tight.referenced] == [USER_CREATE, POST_ERR, USER, GET_ERR]
     assert {(c.id, c.reason) for c in tight.refs_cut if c.reason != "depth"} == {(part2, "max_chunks"), (part3, "max_chunks")}
+
+
+def test_references_are_shown_compact_and_a_compact_components_parts_are_not_followed():
+    part2 = USER + ":part2"
+    chunks = [chunk(c.id, list(c.ref_ids) + ([part2] if c.id == USER else []), c.n_tokens) for c in users_api()]
+    chunks = [c.model_copy(update={"compact_text": f"# {c.name} [compact]", "compact_tokens": 3})
+              if c.id == USER else c for c in chunks] + [chunk(part2, [], 500)]
+    result, lookup = run(GET, chunks=chunks)
+    user = next(c for c in result.referenced if c.id == USER)
+    assert user.compact and user.text == "# User [compact]" and user.n_tokens == 3
+    assert "compact_text" not in user.metadata
+    assert part2 not in [c for call in lookup.calls for c in call]  # the compact text covers the whole User
+    assert not next(c for c in result.referenced if c.id == ADDRESS).compact  # no compact form: full text
+    full, lookup = run(GET, chunks=chunks, compact_references=False)
+    assert next(c for c in full.referenced if c.id == USER).text.startswith(USER)
+    assert part2 in [c.id for c in full.referenced]
+
+
+def test_closure_first_admits_each_hit_with_its_whole_closure_or_leaves_it_out():
+    # POST (100) + its closure (6 x 10) = 160; GET (300) + GET_ERR (10) do not fit the 400 left after
+    # PING; PUT (50, no refs) does: a later, smaller hit still gets in
+    put = "users:paths/~1users~1{id}/put"
+    chunks = [*users_api(post=100, get=300), chunk(put, [], 50)]
+    result, _ = run(POST, GET, put, chunks=chunks, token_limit=250, closure_first=True)
+    assert [c.id for c in result.primary] == [POST, put]
+    assert result.primaries_cut == [GET]
+    assert {c.id for c in result.referenced} == {USER_CREATE, USER, POST_ERR, ADDRESS, VALIDATION, ERROR, COUNTRY}
+    assert (GET_ERR, GET, 1, "token_limit") in cuts(result)
+    assert result.total_tokens == 100 + 70 + 50 and "closure_budget" in result.limits_hit
+
+
+def test_closure_first_keeps_the_first_hit_and_cuts_its_refs_first_fit():
+    result, _ = run(POST, chunks=users_api(post=3000, User=2000), token_limit=3100, closure_first=True)
+    assert [c.id for c in result.primary] == [POST] and result.primaries_cut == []
+    assert USER not in [c.id for c in result.referenced] and (USER, POST, 1, "token_limit") in cuts(result)
+    assert ADDRESS in [c.id for c in result.referenced]  # reached through UserCreate, which fits
+
+
+def test_closure_first_slots_bind_later_hits_only():
+    result, _ = run(POST, GET, chunks=users_api(), max_total_chunks=2, closure_first=True)
+    assert [c.id for c in result.primary] == [POST] and len(result.referenced) == 7
+    assert result.primaries_cut == [GET] and (GET_ERR, GET, 1, "max_chunks") in cuts(result)
+
+
+def test_closure_first_postprocess_returns_only_the_kept_primaries():
+    chunks = users_api(post=100, get=4000)
+    expander = ReferenceExpander(lookup=DictLookup(chunks), token_limit=1000)
+    nodes = expander.postprocess_nodes(primaries(chunks, POST, GET))
+    ids = [n.node.node_id for n in nodes]
+    assert ids[0] == POST and GET not in ids and nodes.expansion.primaries_cut == [GET]

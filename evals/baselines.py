@@ -1,0 +1,160 @@
+"""The baselines every eval run reports beside the pipeline, on the same corpus in the same run.
+
+- ``flat``: what a user builds in an afternoon instead of specrag. One document per operation
+  over the whole fleet (method, path, summary, description, operationId, parameter names), BM25
+  (bm25s, English stopwords, Snowball stems) and the same embedding model over the same
+  documents, fused by RRF (k = 60, equal weights). The raw question goes to both sides; there is
+  no API selection and no expansion. Built once from the index's operation chunks and cached
+  beside the index.
+- ``flat-chunks``: the same flat search, but over specrag's own operation chunks (BM25 over their
+  search text, vectors over their embed texts). It shows what the chunk texts alone give,
+  without stages 1 and 2.
+- ``oracle-bm25`` (oracle setting): plain BM25 over the operations of the gold APIs only. It is
+  the within-API ranking to beat once the right API is known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any, Protocol
+
+import bm25s
+import numpy as np
+import yaml
+from pydantic import BaseModel
+
+from pipeline.fusion import weighted_rrf
+from pipeline.specs.ids import base_chunk_id
+from pipeline.specs.models import Chunk, ChunkType
+from pipeline.specs.render import parameter_names, strip_markdown
+from pipeline.stages.hybrid_retriever import HybridRetriever, SearchIndex
+from pipeline.stages.query import SpecQuery
+
+logger = logging.getLogger(__name__)
+DEPTH = 10
+CANDIDATES = 30
+DESCRIPTION_CHARS = 1000
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Baseline(Protocol):
+    name: str
+
+    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
+        """Chunk ids, best first (at most ``DEPTH``)."""
+
+
+class BaselineScores(BaseModel):
+    """A baseline's ranking metrics on one query (same definitions as the pipeline's)."""
+
+    recall_at_5: float = 0.0
+    recall_at_10: float = 0.0
+    all_found_at_10: float = 0.0
+    mrr: float = 0.0
+    ndcg_at_10: float = 0.0
+    ranking: list[str] = []
+
+
+def operation_document(chunk: Chunk) -> str:
+    """method, path, summary, description, operationId, parameter names: one line of text."""
+    op: Any = {}
+    try:
+        op = yaml.load(chunk.text, Loader=_SafeLoader)
+    except yaml.YAMLError:
+        pass  # a split chunk's first part may not parse: its metadata still gives the rest
+    op = op if isinstance(op, dict) else {}
+    description = strip_markdown(op.get("description", "")) if isinstance(op.get("description"), str) else ""
+    parts = [chunk.method, chunk.path, chunk.summary, description[:DESCRIPTION_CHARS], chunk.operation_id,
+             " ".join(parameter_names(op.get("parameters")))]
+    return " ".join(p for p in parts if p)
+
+
+class FlatBaseline:
+    name = "flat"
+
+    def __init__(self, ids: list[str], bm25: bm25s.BM25, vectors: np.ndarray | None, embed_query):
+        self.ids, self.bm25, self.vectors, self.embed_query = ids, bm25, vectors, embed_query
+
+    @classmethod
+    def build(cls, store, cache_dir: Path) -> "FlatBaseline":
+        """From every complete API's operation chunks; vectors cached under ``cache_dir``."""
+        chunks = _operation_chunks(store)
+        ids, docs = [c.id for c in chunks], [operation_document(c) for c in chunks]
+        bm25 = bm25s.BM25()
+        bm25.index(_tokens(docs), show_progress=False)
+        vectors = None
+        if store.embed_model is not None and store.search_mode == "hybrid":
+            vectors = _cached_vectors(store.embed_model, docs, Path(cache_dir))
+        return cls(ids, bm25, vectors, store.embed_query)
+
+    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
+        rankings = [(self._lexical(query), 1.0)]
+        if self.vectors is not None:
+            embedding = np.asarray(self.embed_query(query), dtype=np.float32)
+            sims = self.vectors @ (embedding / max(float(np.linalg.norm(embedding)), 1e-9))
+            rankings.append(([self.ids[i] for i in np.argsort(-sims, kind="stable")[:CANDIDATES]], 1.0))
+        return [i for i, _ in weighted_rrf(rankings, 60)[:DEPTH]]
+
+    def _lexical(self, query: str) -> list[str]:
+        tokens = _tokens([query])
+        words = {i: term for term, i in tokens.vocab.items()}
+        known = [words[i] for i in tokens.ids[0] if words[i] in self.bm25.vocab_dict] if tokens.ids else []
+        if not known:
+            return []
+        scores = self.bm25.get_scores(known)
+        best = np.argsort(-scores, kind="stable")[:CANDIDATES]
+        return [self.ids[i] for i in best if scores[i] > 0]
+
+
+class ChunkFlatBaseline:
+    name = "flat-chunks"
+
+    def __init__(self, index: SearchIndex, rrf_k: int = 60):
+        self.retriever = HybridRetriever(index, top_k=DEPTH, rrf_k=rrf_k, vector_weight=1.0, bm25_weight=1.0)
+
+    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
+        hits = self.retriever.retrieve(SpecQuery(query_str=query, types=["endpoint"], top_k=DEPTH, hydrate=False))
+        return [h.node.node_id for h in hits]
+
+
+class OracleBm25Baseline:
+    name = "oracle-bm25"
+
+    def __init__(self, index: SearchIndex):
+        self.index = index
+
+    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
+        hits = self.index.lexical_search(query, list(gold_apis), ["endpoint"], DEPTH, hydrate=False)
+        return [h.node.node_id for h in hits]
+
+
+def _operation_chunks(store) -> list[Chunk]:
+    ids = [i for api in sorted(store.complete_api_ids()) for i in store.api_chunk_ids(api)
+           if base_chunk_id(i) == i and ":paths/" in i and not i.endswith(":errors")]
+    found = store.get_chunks(ids)
+    return [found[i] for i in ids if i in found and found[i].type is ChunkType.ENDPOINT]
+
+
+def _tokens(texts: list[str]):
+    import Stemmer
+
+    return bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False)
+
+
+def _cached_vectors(model, docs: list[str], cache_dir: Path) -> np.ndarray:
+    from pipeline.index.builder import embed_sorted
+    from pipeline.index.embeddings import embed_model_id
+
+    key = hashlib.sha256(json.dumps([embed_model_id(model), docs]).encode()).hexdigest()[:16]
+    path = cache_dir / f"flat-{key}.npy"
+    if path.is_file():
+        return np.load(path)
+    logger.warning("embedding %d operation documents for the flat baseline (once; cached in %s)", len(docs), path)
+    vectors = np.asarray(embed_sorted(model, docs), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors

@@ -145,7 +145,7 @@ def _tokens(texts: list[str]):
 
 
 def _cached_vectors(model, docs: list[str], cache_dir: Path) -> np.ndarray:
-    from pipeline.index.builder import embed_sorted
+    from pipeline.index.vector_reuse import embed_sorted
     from pipeline.index.embeddings import embed_model_id
 
     key = hashlib.sha256(json.dumps([embed_model_id(model), docs]).encode()).hexdigest()[:16]

@@ -8,7 +8,6 @@ last line of stdout.
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from pathlib import Path
@@ -46,7 +45,6 @@ def reindex(request: ReindexRequest) -> ReindexResult:
 
 
 def main() -> int:
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
     result = reindex(ReindexRequest.model_validate_json(sys.stdin.read()))
     sys.stdout.write("\n" + result.model_dump_json() + "\n")
     sys.stdout.flush()

@@ -153,9 +153,12 @@ def test_kept_apis_reuse_their_entries_without_chunks(specs, tmp_path):
         raise AssertionError(f"{fid} rebuilt from chunks although its state was valid")
 
     report = write_catalogs(changed, out, kept=kept, chunks_of=no_chunks)
-    assert [Path(p).name for p in report.written] == ["beta.json"]  # its catalog entry is the same
+    # its catalog entry is the same; its index and its dependency graph are rewritten
+    assert sorted(str(Path(p).relative_to(out)) for p in report.written) == [f"{GRAPH_DIR}/beta.json",
+                                                                              f"{INDEX_DIR}/beta.json"]
     write_catalogs(changed + [a for a in apis if a.api.file_id != "beta"], full, kept={})
-    for name in (CATALOG_FILE, f"{INDEX_DIR}/alpha.json", f"{INDEX_DIR}/beta.json", STATE_FILE):
+    for name in (CATALOG_FILE, f"{INDEX_DIR}/alpha.json", f"{INDEX_DIR}/beta.json", f"{GRAPH_DIR}/alpha.json",
+                 f"{GRAPH_DIR}/beta.json", STATE_FILE):
         assert (out / name).read_bytes() == (full / name).read_bytes(), name
 
 

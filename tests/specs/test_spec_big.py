@@ -10,6 +10,7 @@ import pytest
 from pipeline.settings import Settings
 from pipeline.specs import ids
 from pipeline.specs.ingest import count_tokens, ingest_paths
+from pipeline.specs.limits import SpecLimits
 
 N_OPS = 2200
 TEN_MB = 10 * 1024 * 1024
@@ -46,7 +47,10 @@ def big(tmp_path_factory):
     path.write_text(json.dumps(_big_doc(), indent=1))
     (folder / "broken.json").write_text('{"openapi": ')
     assert path.stat().st_size >= TEN_MB
-    return ingest_paths([folder], Settings().chunk_max_tokens, workers=1)
+    # this test is about size and splitting, not the time limit: a loaded 2-core machine may need
+    # more than the default minute for 2,200 operations and their dependency graph
+    limits = SpecLimits.from_settings().model_copy(update={"timeout_s": 600.0})
+    return ingest_paths([folder], Settings().chunk_max_tokens, workers=1, limits=limits)
 
 
 def test_big_spec_ingests_next_to_a_broken_one(big):

@@ -24,8 +24,7 @@ from typing import Any, Protocol
 import bm25s
 import numpy as np
 import yaml
-from pydantic import BaseModel
-
+from evals.metrics import RankingScores
 from pipeline.fusion import weighted_rrf
 from pipeline.specs.ids import base_chunk_id
 from pipeline.specs.models import Chunk, ChunkType
@@ -47,14 +46,9 @@ class Baseline(Protocol):
         """Chunk ids, best first (at most ``DEPTH``)."""
 
 
-class BaselineScores(BaseModel):
+class BaselineScores(RankingScores):
     """A baseline's ranking metrics on one query (same definitions as the pipeline's)."""
 
-    recall_at_5: float = 0.0
-    recall_at_10: float = 0.0
-    all_found_at_10: float = 0.0
-    mrr: float = 0.0
-    ndcg_at_10: float = 0.0
     ranking: list[str] = []
 
 

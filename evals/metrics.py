@@ -192,16 +192,21 @@ def closure_share(closure: set[str], context_ids: Iterable[str]) -> float:
     return len(required & present) / len(required)
 
 
-class QueryMetrics(BaseModel):
-    """One query's scores; the all-zero default is what an erroring query gets."""
+class RankingScores(BaseModel):
+    """A ranking's scores on one query: the pipeline's and every baseline's."""
 
-    selection_accuracy: float = 0.0
-    selection_precision: float = 0.0
     recall_at_5: float = 0.0
     recall_at_10: float = 0.0
     all_found_at_10: float = 0.0
     mrr: float = 0.0
     ndcg_at_10: float = 0.0
+
+
+class QueryMetrics(RankingScores):
+    """One query's scores; the all-zero default is what an erroring query gets."""
+
+    selection_accuracy: float = 0.0
+    selection_precision: float = 0.0
     completeness: float | None = Field(0.0, description="mean closure share over the gold endpoints found in "
                                                         "the context; None when none was found (not averaged)")
     closure_complete: float | None = Field(0.0, description="1.0 when every found gold endpoint's closure is complete")

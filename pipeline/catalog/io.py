@@ -122,20 +122,23 @@ def load_catalog(catalog_dir: Path) -> Catalog:
 
 
 def load_api_index(catalog_dir: Path, file_id: str) -> ApiIndex | None:
-    path = catalog_dir / INDEX_DIR / f"{file_id}.json"
-    if not path.exists():
-        return None
-    try:
-        return ApiIndex.model_validate_json(path.read_bytes())
-    except ValueError as exc:
-        raise IndexDamagedError(f"{path} is truncated or invalid; run `specrag index` on the same specs "
-                                "to repair it") from exc
+    return _load_optional(catalog_dir / INDEX_DIR / f"{file_id}.json", ApiIndex)
 
 
 def load_api_graph(catalog_dir: Path, file_id: str) -> ApiGraph | None:
     """The API's dependency graph; None when the index predates graphs or the API has none."""
-    path = catalog_dir / GRAPH_DIR / f"{file_id}.json"
-    return ApiGraph.model_validate_json(path.read_bytes()) if path.exists() else None
+    return _load_optional(catalog_dir / GRAPH_DIR / f"{file_id}.json", ApiGraph)
+
+
+def _load_optional(path: Path, model: type[BaseModel]):
+    """The file as ``model``; None when it is absent; a damaged one is a one-line IndexDamagedError."""
+    if not path.exists():
+        return None
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except ValueError as exc:
+        raise IndexDamagedError(f"{path} is truncated or invalid; run `specrag index` on the same specs "
+                                "to repair it") from exc
 
 
 def load_api_indexes(catalog_dir: Path, catalog: Catalog) -> dict[str, ApiIndex]:

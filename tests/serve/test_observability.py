@@ -44,11 +44,12 @@ async def test_metrics_count_requests_and_observe_latencies(client, kb_id):
 
 
 async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id, monkeypatch):
-    from pipeline.serve.logs import configure_json_logging
+    from pipeline.serve.logs import QUIET, configure_json_logging
 
     stream = io.StringIO()
     root = logging.getLogger()
     saved = root.handlers[:], root.level
+    quiet_levels = {name: logging.getLogger(name).level for name in QUIET}  # the server's config, undone below
     configure_json_logging(logging.INFO, stream)
     for kb in client._transport.app.state.kbs.all():  # the engine logs its stats from a worker thread
         monkeypatch.setattr(kb.engine.settings, "log_retrieval_stats", True)
@@ -59,6 +60,8 @@ async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id,
             for rid in ids))
     finally:
         root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+        for name, level in quiet_levels.items():
+            logging.getLogger(name).setLevel(level)
     assert [r.headers["x-request-id"] for r in responses] == ids
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert lines and all(line["request_id"] in ids for line in lines)

@@ -197,14 +197,7 @@ class ReferenceExpander(BaseNodePostprocessor):
         used = sum(c.n_tokens for c in result.primary)
         admitted = {c.id for c in result.primary}
         slots = len(result.primary)  # chunks that count against max_total_chunks (not the first closure)
-        for cand, chunk in closures.get(0, []):
-            n_tokens = self._tokens(chunk)
-            if cand.referenced_from not in admitted or used + n_tokens > self.token_limit:
-                result.cut([cand], "token_limit")
-                continue
-            result.referenced.append(self._reference(cand, chunk))
-            admitted.add(cand.id)
-            used += n_tokens
+        used, slots = self._first_fit(result, closures.get(0, []), admitted, used, slots, counted=False)
         for rank, primary in enumerate(primaries[1:], start=1):
             closure = closures.get(rank, [])
             need = primary.n_tokens + sum(self._tokens(chunk) for _, chunk in closure)
@@ -219,18 +212,26 @@ class ReferenceExpander(BaseNodePostprocessor):
             admitted |= {primary.id, *(c.id for c, _ in closure)}
             used += need
             slots += 1 + len(closure)
-        for cand, chunk in parts:
+        used, slots = self._first_fit(result, parts, admitted, used, slots, counted=True)
+        if result.primaries_cut:
+            result.hit("closure_budget")
+        result.total_tokens = used
+
+    def _first_fit(self, result: ReferenceExpansion, items: list[tuple[_Candidate, Chunk]], admitted: set[str],
+                   used: int, slots: int, counted: bool) -> tuple[int, int]:
+        """Admit each item whose referrer is in and whose tokens still fit; ``counted`` items also
+        take chunk slots (bound by ``max_total_chunks``). Returns the tokens and slots used."""
+        for cand, chunk in items:
             n_tokens = self._tokens(chunk)
-            if cand.referenced_from not in admitted or used + n_tokens > self.token_limit or slots >= self.max_total_chunks:
-                result.cut([cand], "token_limit" if used + n_tokens > self.token_limit else "max_chunks")
+            over = used + n_tokens > self.token_limit
+            if cand.referenced_from not in admitted or over or (counted and slots >= self.max_total_chunks):
+                result.cut([cand], "token_limit" if over or not counted else "max_chunks")
                 continue
             result.referenced.append(self._reference(cand, chunk))
             admitted.add(cand.id)
             used += n_tokens
-            slots += 1
-        if result.primaries_cut:
-            result.hit("closure_budget")
-        result.total_tokens = used
+            slots += int(counted)
+        return used, slots
 
     def _tokens(self, chunk: Chunk) -> int:
         """A reference's tokens, in the form it is shown (compact when it has one)."""

@@ -21,6 +21,8 @@ from pipeline.settings_errors import describe_validation_error
 NonNegativeWeight = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
 
 _UNSET: Any = object()
+DEFAULT_TENANT = "default"
+TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$"
 COLLECTION_RULE = "3-512 characters from A-Z a-z 0-9 . _ -, starting and ending with a letter or digit, no '..'"
 
 
@@ -42,6 +44,9 @@ class Settings(BaseSettings):
     chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("SPECRAG_CHROMA_PORT"))
     collection: str = Field("specrag_chunks", validation_alias=_env("SPECRAG_COLLECTION"),
                             json_schema_extra={"allowed": COLLECTION_RULE})
+    tenant: str = Field("default", pattern=TENANT_PATTERN, validation_alias=_env("SPECRAG_TENANT"),
+                        description="whose indexes: each tenant's corpora, lexical index, caches and Chroma data "
+                                    "are its own (data_dir/tenants/<tenant>/ for any tenant but 'default')")
     index_lock_timeout_s: float = Field(600.0, ge=0, le=86_400, allow_inf_nan=False,
                                         validation_alias=_env("SPECRAG_INDEX_LOCK_TIMEOUT_S"),
                                         description="how long an index run waits for another on the same corpus")
@@ -167,6 +172,12 @@ class Settings(BaseSettings):
     otel_exporter: str = Field("none", pattern="^(none|console|otlp)$", validation_alias=_env("SPECRAG_OTEL_EXPORTER"),
                                description="export each request's span tree: none, console, or otlp "
                                            "(OTEL_EXPORTER_OTLP_ENDPOINT; needs the otel extra)")
+
+    @property
+    def tenant_dir(self) -> Path:
+        """The folder of this tenant's corpora: the data dir itself for the default tenant, so the
+        indexes built before tenants existed stay where they are."""
+        return self.data_dir if self.tenant == DEFAULT_TENANT else self.data_dir / "tenants" / self.tenant
 
     @property
     def catalogs_path(self) -> Path:

@@ -1,8 +1,9 @@
 """Where a corpus's index lives, and bringing it up to date.
 
-Each corpus (its set of input paths) gets its own folder under ``data_dir/corpora/`` holding
+Each corpus (its set of input paths) gets its own folder under ``<tenant dir>/corpora/`` holding
 Chroma, the local index, the manifest and the catalogs, so the demo corpus and a fleet never
-evict each other; ``data_dir/current`` names the last corpus indexed, which queries use by default.
+evict each other; ``<tenant dir>/current`` names the last corpus indexed, which queries use by
+default. The tenant dir is ``data_dir`` for the default tenant, ``data_dir/tenants/<tenant>`` else.
 """
 
 from __future__ import annotations
@@ -31,15 +32,16 @@ def corpus_key(paths: list[Path]) -> str:
 
 def corpus_settings(settings: Settings, paths: list[Path] | None = None) -> Settings:
     """Settings whose data_dir is the folder of ``paths``' index (or of the last indexed corpus)."""
+    root = settings.tenant_dir
     if paths:
         key = corpus_key(paths)
     else:
-        current = settings.data_dir / CURRENT
+        current = root / CURRENT
         if not current.exists():
-            raise IndexNotBuiltError(f"no index in {settings.data_dir}: run `specrag index PATH...` "
+            raise IndexNotBuiltError(f"no index in {root}: run `specrag index PATH...` "
                                      "or pass --corpus PATH")
         key = current.read_text().strip()
-    return settings.model_copy(update={"data_dir": settings.data_dir / "corpora" / key})
+    return settings.model_copy(update={"data_dir": root / "corpora" / key})
 
 
 class IndexRun(BaseModel):
@@ -81,8 +83,8 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
         report = builder.build(ingest.apis, progress=progress, keep=set(kept))
         save_sources(local.data_dir, ingest.state)
         _cache_catalog_vectors(local, store)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    (settings.data_dir / CURRENT).write_text(local.data_dir.name)
+    settings.tenant_dir.mkdir(parents=True, exist_ok=True)
+    (settings.tenant_dir / CURRENT).write_text(local.data_dir.name)
     return local, IndexRun(ingest=ingest.report, catalogs=catalogs, index=report.model_dump(),
                            specs_parsed=ingest.parsed, seconds=round(time.perf_counter() - start, 2))
 

@@ -169,6 +169,9 @@ class Settings(BaseSettings):
     serve_host: str = Field("127.0.0.1", validation_alias=_env("SPECRAG_HOST"),
                             description="address the HTTP service and the MCP streamable-http transport bind to")
     serve_port: int = Field(8080, ge=0, le=65535, validation_alias=_env("SPECRAG_PORT"))
+    serve_threads: int = Field(32, ge=1, le=256, validation_alias=_env("SPECRAG_SERVE_THREADS"),
+                               description="worker threads for the requests' CPU work; concurrent searches "
+                                           "in them share one matrix product per batch")
     otel_exporter: str = Field("none", pattern="^(none|console|otlp)$", validation_alias=_env("SPECRAG_OTEL_EXPORTER"),
                                description="export each request's span tree: none, console, or otlp "
                                            "(OTEL_EXPORTER_OTLP_ENDPOINT; needs the otel extra)")

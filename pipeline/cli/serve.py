@@ -67,8 +67,8 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
 
     settings, kbs = _open(args, settings)
     try:
-        uvicorn.run(create_app(kbs, extra_routers=routers(kbs)), host=settings.serve_host, port=settings.serve_port,
-                    log_config=None, access_log=False)
+        app = create_app(kbs, extra_routers=routers(kbs), threads=settings.serve_threads)
+        uvicorn.run(app, host=settings.serve_host, port=settings.serve_port, log_config=None, access_log=False)
     finally:
         kbs.close()
     return 0

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 
 from pipeline.errors import SpecragError
 from pipeline.serve.basic import BasicRetrieval
+from pipeline.serve.concurrency import serving_threads
 from pipeline.serve.errors import http_status
 from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.middleware import RequestContextMiddleware
@@ -30,11 +31,13 @@ DESCRIPTION = ("Answers 'how do I do X with these APIs?' over indexed OpenAPI co
 
 
 def create_app(kbs: KnowledgeBases, *, telemetry: Telemetry | None = None,
-               extra_routers: Sequence[APIRouter] = ()) -> FastAPI:
+               extra_routers: Sequence[APIRouter] = (), threads: int | None = None) -> FastAPI:
     """``extra_routers``: routes over capabilities built elsewhere, e.g. ``agentic_router(retriever)``
-    (``routes/agentic.py``) and ``plan_router(planner, Plan)`` (``routes/plan.py``)."""
+    (``routes/agentic.py``) and ``plan_router(planner, Plan)`` (``routes/plan.py``). ``threads``:
+    while the app runs, its request worker threads (see ``concurrency.serving_threads``)."""
     install_instrumentation()
-    app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION)
+    lifespan = (lambda app: serving_threads(threads)) if threads else None
+    app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
     app.state.kbs = kbs
     app.state.telemetry = telemetry or Telemetry()
     app.state.basic = BasicRetrieval(kbs)

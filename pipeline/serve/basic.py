@@ -19,6 +19,7 @@ from pipeline.api_models import (BasicRetrievalRequest, RetrievalResponse, Retri
                                  SearchMode)
 from pipeline.index.local import cosine_of
 from pipeline.nodes import node_to_chunk
+from pipeline.specs.models import Chunk
 from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
 from pipeline.stages.events import dispatcher
 from pipeline.stages.query import SpecQuery
@@ -36,8 +37,7 @@ def scaled_scores(nodes: list[NodeWithScore], mode: SearchMode) -> list[float]:
     return [(n.score or 0.0) / best if best > 0 else 0.0 for n in nodes]
 
 
-def retrieved_item(node: NodeWithScore, score: float) -> RetrievedItem:
-    chunk = node_to_chunk(node.node)
+def retrieved_item(chunk: Chunk, score: float) -> RetrievedItem:
     metadata = {"type": chunk.type.value, "kind": chunk.kind, "name": chunk.name, "method": chunk.method,
                 "path": chunk.path, "operation_id": chunk.operation_id, "summary": chunk.summary,
                 "tags": chunk.tags, "ref_ids": list(chunk.ref_ids), "n_tokens": chunk.n_tokens}
@@ -65,10 +65,12 @@ class BasicRetrieval:
                           mode=mode)
         return kb, query, degraded
 
-    def _respond(self, request: BasicRetrievalRequest, query: SpecQuery, nodes: list[NodeWithScore], start: float,
-                 degraded: str, request_id: str | None) -> RetrievalResponse:
+    def _respond(self, kb: KnowledgeBase, request: BasicRetrievalRequest, query: SpecQuery, nodes: list[NodeWithScore],
+                 start: float, degraded: str, request_id: str | None) -> RetrievalResponse:
         scores = scaled_scores(nodes, query.mode)
-        items = [retrieved_item(n, s) for n, s in zip(nodes, scores) if s >= request.similarity_threshold]
+        kept = [(n, s) for n, s in zip(nodes, scores) if s >= request.similarity_threshold]
+        chunks = kb.store.get_chunks([n.node.node_id for n, _ in kept])  # cached: no re-parse of each node
+        items = [retrieved_item(chunks.get(n.node.node_id) or node_to_chunk(n.node), s) for n, s in kept]
         tokens = sum(int(i.metadata["n_tokens"]) for i in items)
         latency = round((time.perf_counter() - start) * 1000, 2)
         detail = (f"mode={query.mode.value}; {len(items)} of {len(nodes)} hits scored >= similarity_threshold "
@@ -82,7 +84,7 @@ class BasicRetrieval:
     def run(self, request: BasicRetrievalRequest, request_id: str | None = None) -> RetrievalResponse:
         start = time.perf_counter()
         kb, query, degraded = self._plan(request)
-        return self._respond(request, query, kb.engine.retriever.retrieve(query), start, degraded, request_id)
+        return self._respond(kb, request, query, kb.engine.retriever.retrieve(query), start, degraded, request_id)
 
     @dispatcher.span
     async def arun(self, request: BasicRetrievalRequest, request_id: str | None = None) -> RetrievalResponse:
@@ -90,4 +92,4 @@ class BasicRetrieval:
         start = time.perf_counter()
         kb, query, degraded = self._plan(request)
         nodes = await kb.engine.retriever.aretrieve(query)
-        return self._respond(request, query, nodes, start, degraded, request_id)
+        return self._respond(kb, request, query, nodes, start, degraded, request_id)

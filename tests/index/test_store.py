@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from pipeline.index import ChunkStore, IndexBuilder
@@ -127,5 +128,20 @@ def test_concurrent_searches_share_batches_and_match_serial_ones(store):
     for query, hits in zip(queries, parallel):  # same ranking; scores equal up to float rounding of batched math
         assert [i for i, _ in hits] == [i for i, _ in serial[query]]
         assert [s for _, s in hits] == pytest.approx([s for _, s in serial[query]], abs=1e-4)
-    for batcher in store.local.batchers.values():  # every whole-index search went through each block's batcher
-        assert batcher.items >= 2 * len(queries)
+    batchers = store.local.batchers  # every whole-index search went through one batcher of all three blocks
+    assert list(batchers) == [("endpoint", "component", "errors")]
+    assert batchers[("endpoint", "component", "errors")].items >= 2 * len(queries)
+
+
+def test_span_candidates_keep_every_row_that_can_reach_the_top_k():
+    from pipeline.index.local import _best_rows
+
+    rng = np.random.default_rng(7)
+    sims = rng.choice(np.linspace(-1, 1, 9), size=500).astype(np.float32)  # many exact ties
+    keep = rng.random(500) < 0.5
+    for k, mask in [(1, None), (5, None), (5, keep), (600, keep)]:
+        picked = _best_rows(sims, k, mask)
+        allowed = np.flatnonzero(mask) if mask is not None else np.arange(500)
+        assert set(picked) <= set(allowed)
+        kth = np.sort(sims[allowed])[::-1][min(k, len(allowed)) - 1]
+        assert set(picked) == {int(i) for i in allowed if sims[i] >= kth}  # all ties at the k-th score

@@ -110,7 +110,7 @@ def open_collection(client, settings: Settings, name: str, configuration: dict |
 
     for _ in range(2):  # another replica may create it between our two calls
         try:
-            collection = client.get_collection(name)
+            collection = client.get_collection(name, embedding_function=None)
             check_owner(settings, name, collection.metadata)
             return collection
         except NotFoundError:

@@ -10,7 +10,8 @@ the metadata needed to filter, delete and reuse it (``source_file``, ``type``, `
 no text. The chunks' text and metadata are stored once, in the local index; they are derived
 from the specs, so repairing a damaged local index re-reads specs and reuses Chroma's vectors.
 Queries never touch Chroma. Only APIs complete in the manifest and present in the live
-generation with the same content hash are served.
+generation with the same content hash are served. On a Chroma server, each corpus has a
+collection of its own (collections.py) and the build publishes it for replicas (publish.py).
 """
 
 from __future__ import annotations

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("SPECRAG_CHROMA_PORT"))
     collection: str = Field("specrag_chunks", validation_alias=_env("SPECRAG_COLLECTION"),
                             json_schema_extra={"allowed": COLLECTION_RULE})
+    chroma_sync_s: float = Field(30.0, ge=0, le=86_400, allow_inf_nan=False, validation_alias=_env("SPECRAG_CHROMA_SYNC_S"),
+                                 description="with a Chroma server: how often (at most, on a request) a serving "
+                                             "process checks for a newer published index; 0 = every request")
     tenant: str = Field("default", pattern=TENANT_PATTERN, validation_alias=_env("SPECRAG_TENANT"),
                         description="whose indexes: each tenant's corpora, lexical index, caches and Chroma data "
                                     "are its own (data_dir/tenants/<tenant>/ for any tenant but 'default')")

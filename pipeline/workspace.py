@@ -4,6 +4,8 @@ Each corpus (its set of input paths) gets its own folder under ``<tenant dir>/co
 Chroma, the local index, the manifest and the catalogs, so the demo corpus and a fleet never
 evict each other; ``<tenant dir>/current`` names the last corpus indexed, which queries use by
 default. The tenant dir is ``data_dir`` for the default tenant, ``data_dir/tenants/<tenant>`` else.
+With a Chroma server, a build publishes the corpus there and a data dir new to the corpus starts
+from what is published (pipeline/index/publish.py, replica.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from pipeline.catalog.io import CatalogWriteReport, write_catalogs
-from pipeline.errors import IndexNotBuiltError
+from pipeline.errors import IndexDamagedError, IndexNotBuiltError
 from pipeline.settings import Settings
 from pipeline.specs.models import IngestReport
 
@@ -44,6 +46,28 @@ def corpus_settings(settings: Settings, paths: list[Path] | None = None) -> Sett
     return settings.model_copy(update={"data_dir": root / "corpora" / key})
 
 
+def synced_corpus_settings(settings: Settings) -> Settings:
+    """``corpus_settings(settings)`` for a query; with a Chroma server, the local index is first
+    brought to the generation published there, and a data dir that never indexed anything
+    uses the tenant's corpus on the server when it has exactly one."""
+    if not settings.chroma_host:
+        return corpus_settings(settings)
+    from pipeline.index.replica import server_corpora, sync_corpus
+
+    try:
+        local = corpus_settings(settings)
+    except IndexNotBuiltError:
+        served = server_corpora(settings)
+        if len(served) != 1:
+            raise IndexNotBuiltError(
+                f"no index in {settings.tenant_dir} and {len(served)} corpora published on the Chroma server at "
+                f"{settings.chroma_host}:{settings.chroma_port}" + (f" ({', '.join(served)})" if served else "")
+                + ": pass --corpus PATH") from None
+        local = settings.model_copy(update={"data_dir": settings.tenant_dir / "corpora" / served[0]})
+    sync_corpus(local)
+    return local
+
+
 class IndexRun(BaseModel):
     ingest: IngestReport
     catalogs: CatalogWriteReport
@@ -59,6 +83,7 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     bars are drawn only when stderr is a terminal: never ``\r`` frames in a log."""
     from pipeline.index.builder import IndexBuilder
     from pipeline.index.lock import IndexLock
+    from pipeline.index.publish import publish
     from pipeline.index.store import ChunkStore
     from pipeline.specs.incremental import ingest_changed
     from pipeline.specs.limits import SpecLimits
@@ -68,6 +93,8 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     start = time.perf_counter()
     local = corpus_settings(settings, paths)
     with IndexLock(local.data_dir, local.index_lock_timeout_s):
+        if local.chroma_host:
+            _start_from_server(local)
         if store is None:
             store = ChunkStore.open(local, repair=True)
         else:
@@ -83,10 +110,31 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
         report = builder.build(ingest.apis, progress=progress, keep=set(kept))
         save_sources(local.data_dir, ingest.state)
         _cache_catalog_vectors(local, store)
+        publish(store)
     settings.tenant_dir.mkdir(parents=True, exist_ok=True)
     (settings.tenant_dir / CURRENT).write_text(local.data_dir.name)
     return local, IndexRun(ingest=ingest.report, catalogs=catalogs, index=report.model_dump(),
                            specs_parsed=ingest.parsed, seconds=round(time.perf_counter() - start, 2))
+
+
+def _start_from_server(local: Settings) -> None:
+    """A data dir without an index of this corpus starts from the generation published on the
+    server (replicas share it): the build then only redoes what changed, and never drops the
+    corpus's collection as if it were new."""
+    from pipeline.index.manifest import load_manifest
+    from pipeline.index.replica import pull
+    from pipeline.index.store import ChunkStore
+
+    try:
+        if load_manifest(local.data_dir) is not None:
+            return
+    except IndexDamagedError:
+        return  # the build repairs it
+    store = ChunkStore(local, None)
+    try:
+        pull(store)
+    finally:
+        store.close()
 
 
 def _cache_catalog_vectors(local: Settings, store) -> None:

@@ -58,12 +58,12 @@ def offline(settings: Settings) -> Settings:
 def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None):
     """(corpus settings, engine); ``corpus`` is indexed first (incrementally), else the last one is used."""
     from pipeline.factory import build_engine
-    from pipeline.workspace import corpus_settings, update_index
+    from pipeline.workspace import synced_corpus_settings, update_index
 
     if corpus:
         local, _ = update_index(settings, corpus, progress=show_progress(args))
     else:
-        local = corpus_settings(settings)
+        local = synced_corpus_settings(settings)
     engine = build_engine(local)
     if not local.llm_configured and not getattr(args, "json", False):
         print("offline mode: no OPENAI_API_KEY / SPECRAG_LLM_BASE_URL; stages 1-2 use keyword methods",

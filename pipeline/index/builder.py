@@ -63,8 +63,12 @@ class IndexBuildReport(BaseModel):
 
 
 def chunks_digest(api: ApiChunks) -> str:
+    return digest_chunks(api.chunks)
+
+
+def digest_chunks(chunks: list) -> str:
     digest = hashlib.sha256()
-    for chunk in api.chunks:
+    for chunk in chunks:
         digest.update(chunk.model_dump_json().encode() + b"\0")
     return digest.hexdigest()
 

@@ -1,7 +1,8 @@
 """The builder's writes to Chroma, the store of record for vectors.
 
 Each chunk is one row: its id, float32 vector and ``{source_file, type, embed_hash}``; no text
-(it lives once, in the local index). A changed API is diffed against its rows: rows that
+(it lives once, in the local index), except on a server, where replicas pull their local index
+from the rows: there a row also holds the chunk's JSON, its ordinal and a ``row_hash``. A changed API is diffed against its rows: rows that
 vanished or whose embed text changed are deleted, new ones added, the rest left alone.
 """
 
@@ -12,14 +13,15 @@ from typing import Callable
 
 import numpy as np
 
-from pipeline.index.vector_reuse import hash_hex
-from pipeline.specs.models import ApiChunks
+from pipeline.index.vector_reuse import hash_hex, text_hash
+from pipeline.specs.models import ApiChunks, Chunk
 
 
 class ChromaRows:
     def __init__(self, store, reset: bool):
         self.store = store
         self.empty = reset  # the collection was dropped in this run: nothing to read or diff
+        self.published = bool(store.settings.chroma_host)  # rows carry their chunks for replicas (publish.py)
         self.seconds = 0.0
 
     def _call(self, call):
@@ -59,31 +61,49 @@ class ChromaRows:
         """Replace the rows of ``apis``: rows whose id and embed text are unchanged stay; the rest
         are deleted and added in batches of ``batch_size``. ``after_first_batch_of`` (i, hook):
         call hook after the first batch that holds rows of ``apis[i]`` (a test's kill point)."""
-        ids, embeddings, metadatas, owners = [], [], [], []
+        ids, embeddings, metadatas, documents, owners = [], [], [], [], []
         for n, (api, api_vectors, api_hashes) in enumerate(zip(apis, vectors, hashes)):
             fid = api.api.file_id
-            wanted = {c.id: hash_hex(h) for c, h in zip(api.chunks, api_hashes)}
+            rows = {c.id: self._row(fid, i, c, h) for i, (c, h) in enumerate(zip(api.chunks, api_hashes))}
             keep: set[str] = set()
             if not self.empty:
                 got = self._call(lambda: self._collection.get(where={"source_file": fid}, include=["metadatas"]))
-                have = {cid: (m or {}).get("embed_hash") for cid, m in zip(got["ids"], got["metadatas"] or [])}
-                keep = {cid for cid, h in have.items() if wanted.get(cid) == h}
+                have = {cid: _identity(m) for cid, m in zip(got["ids"], got["metadatas"] or [])}
+                keep = {cid for cid, h in have.items() if cid in rows and _identity(rows[cid][0]) == h}
                 if stale := [cid for cid in have if cid not in keep]:
                     self._call(lambda: self._collection.delete(ids=stale))
             for i, chunk in enumerate(api.chunks):
                 if chunk.id not in keep:
                     ids.append(chunk.id)
                     embeddings.append(api_vectors[i])
-                    metadatas.append({"source_file": fid, "type": chunk.type.value, "embed_hash": wanted[chunk.id]})
+                    metadatas.append(rows[chunk.id][0])
+                    documents.append(rows[chunk.id][1])
                     owners.append(n)
         hooked = after_first_batch_of is None
         for start in range(0, len(ids), batch_size):
             end = start + batch_size
             self._call(lambda: self._collection.add(ids=ids[start:end], embeddings=np.asarray(embeddings[start:end]),
-                                                    metadatas=metadatas[start:end]))
+                                                    metadatas=metadatas[start:end],
+                                                    documents=documents[start:end] if self.published else None))
             if not hooked and after_first_batch_of[0] in owners[start:end]:
                 hooked = True
                 after_first_batch_of[1]()
+
+
+    def _row(self, file_id: str, ordinal: int, chunk: Chunk, embed_hash: int) -> tuple[dict, str | None]:
+        """(metadata, document) of a chunk's row; on a server the row also carries the chunk (its
+        JSON as the document, its place in the API, a hash of both) for replicas to pull."""
+        metadata = {"source_file": file_id, "type": chunk.type.value, "embed_hash": hash_hex(embed_hash)}
+        if not self.published:
+            return metadata, None
+        document = chunk.model_dump_json()
+        return metadata | {"ordinal": ordinal, "row_hash": hash_hex(text_hash(f"{ordinal}\0{document}"))}, document
+
+
+def _identity(metadata: dict | None) -> tuple:
+    """What must match for a row to stay: the embed text, and (on a server) the chunk and its place."""
+    metadata = metadata or {}
+    return metadata.get("embed_hash"), metadata.get("row_hash")
 
 
 def _rows(embeddings) -> list:

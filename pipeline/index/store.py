@@ -10,7 +10,8 @@ the metadata needed to filter, delete and reuse it (``source_file``, ``type``, `
 no text. The chunks' text and metadata are stored once, in the local index; they are derived
 from the specs, so repairing a damaged local index re-reads specs and reuses Chroma's vectors.
 Queries never touch Chroma. Only APIs complete in the manifest and present in the live
-generation with the same content hash are served.
+generation with the same content hash are served. On a Chroma server, each corpus has a
+collection of its own (collections.py) and the build publishes it for replicas (publish.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from llama_index.core.schema import NodeWithScore
 
 from pipeline.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
 from pipeline.index.batching import BatchCoalescer
+from pipeline.index.collections import check_owner, collection_name, open_collection, server_client
 from pipeline.index.embeddings import build_embed_model, embed_model_id, embed_queries
 from pipeline.index.local import STUB, LocalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
@@ -223,8 +225,8 @@ class ChunkStore:
         if self._vectors is None:
             from llama_index.vector_stores.chroma import ChromaVectorStore
 
-            collection = self.chroma_call(lambda: self.client.get_or_create_collection(
-                self.settings.collection, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}))
+            collection = self.chroma_call(lambda: open_collection(
+                self.client, self.settings, collection_name(self.settings), {"hnsw": {"space": "cosine"}}))
             self._vectors = ChromaVectorStore(chroma_collection=collection)
         return self._vectors
 
@@ -236,8 +238,7 @@ class ChunkStore:
 
             chroma_settings = ChromaSettings(anonymized_telemetry=False)
             if self.settings.chroma_host:
-                self._client = self.chroma_call(lambda: chromadb.HttpClient(
-                    host=self.settings.chroma_host, port=self.settings.chroma_port, settings=chroma_settings))
+                self._client = self.chroma_call(lambda: server_client(self.settings, chroma_settings))
             else:
                 path = self.data_dir / "chroma"
                 path.mkdir(parents=True, exist_ok=True)
@@ -265,9 +266,13 @@ class ChunkStore:
             raise
 
     def reset_vectors(self) -> None:
-        """Drop the whole collection (embedding model changed, or the index format)."""
-        if self.settings.collection in {c.name for c in self.chroma_call(self.client.list_collections)}:
-            self.chroma_call(lambda: self.client.delete_collection(self.settings.collection))
+        """Drop this corpus's collection (embedding model changed, or the index format); never
+        one that another corpus or tenant owns (ForeignCollectionError)."""
+        name = collection_name(self.settings)
+        found = [c for c in self.chroma_call(self.client.list_collections) if c.name == name]
+        if found:
+            check_owner(self.settings, name, found[0].metadata)
+            self.chroma_call(lambda: self.client.delete_collection(name))
         self._vectors = None
 
     def write_manifest(self, manifest: Manifest) -> None:

@@ -80,17 +80,58 @@ class KnowledgeBase:
                if base_chunk_id(i) == i and not i.endswith(ERRORS_SUFFIX) and parse_operation_id(i)]
         return {c.operation_id: c.id for c in self.store.get_chunks(ids).values() if c.operation_id}
 
+    def refreshed(self) -> "KnowledgeBase | None":
+        """This corpus reopened on its newer generation (pulled from the Chroma server, or built
+        by another process in the same data dir), or None when it is current."""
+        from pipeline.index.manifest import load_manifest
+        from pipeline.index.replica import sync_corpus
+        from pipeline.index.store import ChunkStore
+
+        pulled = self.settings.chroma_host is not None and sync_corpus(self.settings)
+        on_disk, serving = load_manifest(self.settings.data_dir), self.store.manifest
+        if not pulled and (on_disk is None or serving is not None and on_disk.generation == serving.generation):
+            return None
+        return KnowledgeBase.open(ChunkStore.open(self.settings, embed_model=self.store.embed_model))
+
     def close(self) -> None:
         self.store.close()
 
 
 class KnowledgeBases:
-    """The served knowledge bases by id and alias."""
+    """The served knowledge bases by id and alias. With a Chroma server, a request checks (at
+    most every ``SPECRAG_CHROMA_SYNC_S``) whether a newer index was published and swaps in the
+    reopened knowledge base; requests already running finish on the one they started with."""
 
-    def __init__(self, kbs: list[KnowledgeBase]):
-        self._by_id = {kb.kb_id: kb for kb in kbs}
+    def __init__(self, kbs: list[KnowledgeBase], sync_s: float | None = None):
+        from pipeline.index.replica import ReplicaSync
+
+        self._index(kbs)
+        self._sync = ReplicaSync(sync_s) if sync_s is not None else None
+
+    def _index(self, kbs: list[KnowledgeBase]) -> None:
         aliases = [kb.alias for kb in kbs]
-        self._by_alias = {kb.alias: kb for kb in kbs if aliases.count(kb.alias) == 1}
+        by_id, by_alias = {kb.kb_id: kb for kb in kbs}, {kb.alias: kb for kb in kbs if aliases.count(kb.alias) == 1}
+        self._by_id, self._by_alias = by_id, by_alias
+
+    def refresh(self) -> None:
+        """Swap in the knowledge bases whose index changed, when a check is due (see ReplicaSync)."""
+        if self._sync is None or not self._sync.claim():
+            return
+        try:
+            kbs = self.all_now()
+            fresh = [self._refreshed(kb) for kb in kbs]
+            if any(new is not old for new, old in zip(fresh, kbs)):
+                self._index(fresh)
+        finally:
+            self._sync.done()
+
+    @staticmethod
+    def _refreshed(kb: KnowledgeBase) -> KnowledgeBase:
+        try:
+            return kb.refreshed() or kb
+        except SpecragError as exc:  # server down, a pull that failed: keep serving what we have
+            logger.warning("knowledge base %s: index update not applied: %s", kb.kb_id, exc)
+            return kb
 
     @classmethod
     def open(cls, settings: Settings, corpora: list[list[Path]] = (), keys: list[str] = (),
@@ -103,6 +144,8 @@ class KnowledgeBases:
 
         if not corpora and not keys:
             keys = sorted(p.parent.name for p in (settings.data_dir / "corpora").glob("*/manifest.json"))
+        if settings.chroma_host:
+            keys = _pull_served(settings, list(keys), everything=not corpora and not keys)
         embed_model = build_embed_model(settings)
         stores = []
         for paths in corpora:
@@ -112,9 +155,10 @@ class KnowledgeBases:
         stores += [ChunkStore.open(_existing(settings, key), embed_model=embed_model) for key in keys]
         if not stores:
             raise IndexNotBuiltError(f"no index in {settings.data_dir / 'corpora'} to serve: pass --corpus PATH")
-        return cls([KnowledgeBase.open(store) for store in stores])
+        return cls([KnowledgeBase.open(store) for store in stores], settings.chroma_sync_s if settings.chroma_host else None)
 
     def get(self, kb_id: str) -> KnowledgeBase:
+        self.refresh()
         kb = self._by_id.get(kb_id) or self._by_alias.get(kb_id)
         if kb is None:
             known = sorted([*self._by_id, *self._by_alias])
@@ -125,6 +169,7 @@ class KnowledgeBases:
 
     def default(self, kb_id: str | None) -> KnowledgeBase:
         """``kb_id``'s knowledge base; without one, the only one served."""
+        self.refresh()
         if kb_id:
             return self.get(kb_id)
         if len(self._by_id) == 1:
@@ -133,6 +178,10 @@ class KnowledgeBases:
                                      "pass kb_id")
 
     def all(self) -> list[KnowledgeBase]:
+        self.refresh()
+        return self.all_now()
+
+    def all_now(self) -> list[KnowledgeBase]:
         return list(self._by_id.values())
 
     def with_api(self, api: str, kb_id: str | None = None) -> KnowledgeBase:
@@ -149,8 +198,22 @@ class KnowledgeBases:
         raise UnknownKnowledgeBase(f"unknown API id {api!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
 
     def close(self) -> None:
-        for kb in self.all():
+        for kb in self.all_now():
             kb.close()
+
+
+def _pull_served(settings: Settings, keys: list[str], everything: bool) -> list[str]:
+    """``keys`` (all the corpora published for this tenant when ``everything``), each local
+    index brought to the generation published on the Chroma server, pulled when missing."""
+    from pipeline.index.replica import server_corpora, sync_corpus
+
+    served = server_corpora(settings)
+    keys = sorted({*keys, *served}) if everything else keys
+    for key in keys:
+        named = [key] if key in served else [k for k in served if k.rsplit("-", 1)[0] == key]
+        if len(named) == 1:
+            sync_corpus(settings.model_copy(update={"data_dir": settings.data_dir / "corpora" / named[0]}))
+    return keys
 
 
 def _existing(settings: Settings, key: str) -> Settings:

@@ -2,48 +2,19 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 from pipeline.index import ChunkStore, IndexBuilder
 
+from .chroma_server import ChromaServer
 from .fleet import mini_fleet
-
-CHROMA_BIN = Path(sys.executable).parent / "chroma"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 def chroma_server(tmp_path):
-    if not CHROMA_BIN.exists():
-        pytest.skip(f"no `chroma` CLI at {CHROMA_BIN}: cannot start a Chroma server")
-    port = _free_port()
-    proc = subprocess.Popen([str(CHROMA_BIN), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("chroma server did not come up")
-            time.sleep(0.2)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
+    server = ChromaServer(tmp_path / "server").start()
+    yield server.port
+    server.stop()
 
 
 def test_build_and_query_through_a_chroma_server(chroma_server, tmp_path, settings, embed_model):

@@ -1,0 +1,123 @@
+"""Which Chroma collection holds a corpus, who owns it, and the client that reaches it.
+
+Embedded (``data_dir/chroma``): one store per corpus folder, so the collection is simply
+``settings.collection``. On a server (``SPECRAG_CHROMA_HOST``) many corpora, tenants and
+replicas share one store: each corpus gets ``<collection>-<corpus key>`` (the corpus key is the
+index folder name, ``workspace.corpus_key``), a tenant other than ``default`` gets a Chroma
+tenant of its own (its ``default_database``), and a collection records its owner in its
+metadata. A build refuses a collection of the same name that another corpus or tenant owns
+rather than drop or mix it. Each corpus collection has a companion ``<name>.files`` holding
+the files a replica needs beside the vectors (publish.py).
+"""
+
+from __future__ import annotations
+
+from pipeline.errors import ChromaUnavailableError
+from pipeline.settings import DEFAULT_TENANT, Settings
+
+OWNER, TENANT, EMBED_MODEL, PUBLISHED = "specrag_corpus", "specrag_tenant", "specrag_embed_model", "specrag_generation"
+FILES_SUFFIX = ".files"
+MAX_NAME = 512
+
+
+class ForeignCollectionError(ChromaUnavailableError):
+    """A collection named like this corpus's is owned by another corpus or tenant (or by no specrag index)."""
+
+
+def corpus_of(settings: Settings) -> str:
+    """The corpus key: the name of the corpus's index folder (``settings.data_dir``)."""
+    return settings.data_dir.resolve().name
+
+
+def collection_name(settings: Settings) -> str:
+    """The corpus's collection: ``settings.collection`` embedded, ``<collection>-<corpus key>`` on a server."""
+    if not settings.chroma_host:
+        return settings.collection
+    key = corpus_of(settings)
+    return f"{settings.collection[:MAX_NAME - len(key) - len(FILES_SUFFIX) - 1]}-{key}"
+
+
+def files_name(settings: Settings) -> str:
+    return collection_name(settings) + FILES_SUFFIX
+
+
+def owner_metadata(settings: Settings) -> dict[str, str]:
+    return {OWNER: corpus_of(settings), TENANT: settings.tenant}
+
+
+def check_owner(settings: Settings, name: str, metadata: dict | None) -> None:
+    """One-line ForeignCollectionError unless the collection ``name`` belongs to this corpus and tenant."""
+    if not settings.chroma_host:
+        return  # the embedded store holds this corpus only
+    mine = owner_metadata(settings)
+    theirs = {k: (metadata or {}).get(k) for k in mine}
+    if theirs != mine:
+        owner = f"corpus {theirs[OWNER]!r} of tenant {theirs[TENANT]!r}" if theirs[OWNER] else "no specrag index"
+        raise ForeignCollectionError(
+            f"the Chroma collection {name!r} on {settings.chroma_host}:{settings.chroma_port} belongs to {owner}, "
+            f"not to corpus {mine[OWNER]!r} of tenant {mine[TENANT]!r}: left untouched; set SPECRAG_COLLECTION "
+            "to another prefix")
+
+
+def served_corpora(client, settings: Settings) -> list[str]:
+    """Corpus keys with a published generation in this tenant's database on the server."""
+    keys = []
+    for collection in client.list_collections():
+        meta = collection.metadata or {}
+        if not collection.name.endswith(FILES_SUFFIX) and meta.get(TENANT) == settings.tenant \
+                and isinstance(meta.get(OWNER), str) and isinstance(meta.get(PUBLISHED), int) \
+                and collection.name == f"{settings.collection}-{meta[OWNER]}":
+            keys.append(meta[OWNER])
+    return sorted(keys)
+
+
+def server_client(settings: Settings, chroma_settings):
+    """An HttpClient on this tenant's Chroma tenant and database (created on first use)."""
+    import chromadb
+    from chromadb.config import DEFAULT_DATABASE
+    from chromadb.config import DEFAULT_TENANT as CHROMA_DEFAULT_TENANT
+
+    tenant = CHROMA_DEFAULT_TENANT if settings.tenant == DEFAULT_TENANT else settings.tenant
+    if tenant != CHROMA_DEFAULT_TENANT:
+        _ensure_tenant(settings, tenant, DEFAULT_DATABASE)
+    return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings,
+                               tenant=tenant, database=DEFAULT_DATABASE)
+
+
+def _ensure_tenant(settings: Settings, tenant: str, database: str) -> None:
+    import chromadb
+    from chromadb.errors import NotFoundError
+
+    from chromadb.config import Settings as ChromaSettings
+
+    admin = chromadb.AdminClient(ChromaSettings(
+        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
+        chroma_server_host=settings.chroma_host, chroma_server_http_port=settings.chroma_port))
+    try:
+        admin.get_tenant(tenant)
+    except NotFoundError:
+        admin.create_tenant(tenant)
+    try:
+        admin.get_database(database, tenant=tenant)
+    except NotFoundError:
+        admin.create_database(database, tenant=tenant)
+
+
+def open_collection(client, settings: Settings, name: str, configuration: dict | None = None):
+    """The collection ``name``, created (with this corpus as owner) when missing; a foreign one
+    is refused. Not ``get_or_create``: that may rewrite an existing collection's metadata."""
+    from chromadb.errors import NotFoundError, UniqueConstraintError
+
+    for _ in range(2):  # another replica may create it between our two calls
+        try:
+            collection = client.get_collection(name, embedding_function=None)
+            check_owner(settings, name, collection.metadata)
+            return collection
+        except NotFoundError:
+            pass
+        try:
+            return client.create_collection(name, embedding_function=None, configuration=configuration,
+                                            metadata=owner_metadata(settings) if settings.chroma_host else None)
+        except UniqueConstraintError:
+            continue
+    raise ForeignCollectionError(f"the Chroma collection {name!r} could neither be read nor created")

@@ -1,0 +1,192 @@
+"""A replica's local index, pulled from what a build published on the Chroma server.
+
+Pulling writes the same files a local build writes (catalogs, ``sources.json``, a local
+generation and the manifest that commits it), from the server's rows and files: no spec is
+parsed and nothing is embedded; only the BM25 postings are computed here. The manifest is
+written last, so a pull killed midway leaves the previous generation served. ``ReplicaSync``
+bounds how often a serving process asks the server whether a newer generation was published.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+import zlib
+
+import numpy as np
+
+from pipeline.atomic import write_atomic
+from pipeline.errors import IndexDamagedError
+from pipeline.index.builder import digest_chunks
+from pipeline.index.collections import PUBLISHED, check_owner, collection_name, files_name, served_corpora
+from pipeline.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
+from pipeline.index.pack_writer import NewApi, write_generation
+from pipeline.index.publish import local_path, read_files
+from pipeline.index.store import LOCAL_DIR, ChunkStore
+from pipeline.settings import Settings
+from pipeline.specs.models import Chunk
+
+logger = logging.getLogger(__name__)
+PAGE = 4096  # rows per request while pulling
+
+
+def published_generation(store: ChunkStore) -> int | None:
+    """The generation published for the store's corpus, None when none is (or no collection)."""
+    collection = _collection(store, collection_name(store.settings))
+    value = (collection.metadata or {}).get(PUBLISHED) if collection is not None else None
+    return value if isinstance(value, int) else None
+
+
+def pull(store: ChunkStore) -> int | None:
+    """Write the published generation into the store's data dir; the generation pulled, or None
+    when none is published or a build is publishing right now (then nothing is written)."""
+    settings = store.settings
+    generation = published_generation(store)
+    companion = _collection(store, files_name(settings)) if generation is not None else None
+    try:
+        files = read_files(store, companion, generation) if companion is not None else None
+        if files is None:
+            return None
+        manifest = Manifest.model_validate_json(files.pop(MANIFEST_NAME))
+        apis = _apis(store, manifest) if manifest.generation == generation else None
+    except (ValueError, KeyError, TypeError, zlib.error) as exc:  # pydantic's ValidationError is a ValueError
+        raise IndexDamagedError(f"the index published for {settings.data_dir.name} on {settings.chroma_host}:"
+                                f"{settings.chroma_port} is unreadable ({type(exc).__name__}); run `specrag "
+                                "index` on its specs to publish it again") from None
+    if apis is None:
+        logger.info("generation %s of %s is being published: keeping the local index", generation,
+                    settings.data_dir.name)
+        return None
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    _write_files(settings, files)
+    root = settings.data_dir / LOCAL_DIR
+    name = f"gen-{generation}"
+    dim = next((a.vectors.shape[1] for a in apis if a.vectors is not None and a.vectors.ndim == 2), 0)
+    write_generation(root / name, generation, None, [], apis, embed_model=manifest.embed_model, dim=dim)
+    manifest.local_dir = name
+    save_manifest(settings.data_dir, manifest)  # the commit: queries now read the pulled generation
+    for old in root.glob("gen-*"):
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+    logger.info("pulled generation %d of %s: %d APIs", generation, settings.data_dir.name, len(apis))
+    return generation
+
+
+def sync_corpus(settings: Settings) -> bool:
+    """Pull the corpus's published generation when the local one differs (or is missing), under
+    the index lock; True when a new generation was written."""
+    from pipeline.index.lock import IndexLock
+
+    store = ChunkStore(settings, None)
+    try:
+        published = published_generation(store)
+        if published is None or published == _local_generation(settings):
+            return False
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        with IndexLock(settings.data_dir, settings.index_lock_timeout_s):
+            return pull(store) is not None
+    finally:
+        store.close()
+
+
+def server_corpora(settings: Settings) -> list[str]:
+    """Corpus keys this tenant has published on the server."""
+    store = ChunkStore(settings, None)
+    try:
+        return store.chroma_call(lambda: served_corpora(store.client, settings))
+    finally:
+        store.close()
+
+
+class ReplicaSync:
+    """At most one check per ``interval_s`` (0: every request), by one thread at a time."""
+
+    def __init__(self, interval_s: float):
+        self.interval_s = interval_s
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def claim(self) -> bool:
+        """True when a check is due now; the caller then checks and calls ``done``."""
+        if time.monotonic() < self._next or not self._lock.acquire(blocking=False):
+            return False
+        if time.monotonic() < self._next:
+            self._lock.release()
+            return False
+        return True
+
+    def done(self) -> None:
+        self._next = time.monotonic() + self.interval_s
+        self._lock.release()
+
+
+def _local_generation(settings: Settings) -> int | None:
+    try:
+        manifest = load_manifest(settings.data_dir)
+    except Exception:  # noqa: BLE001 - a damaged local index is replaced by the pull
+        return None
+    return manifest.generation if manifest is not None and manifest.local_dir else None
+
+
+def _collection(store: ChunkStore, name: str):
+    from chromadb.errors import NotFoundError
+
+    try:
+        collection = store.chroma_call(lambda: store.client.get_collection(name, embedding_function=None))
+    except NotFoundError:
+        return None
+    check_owner(store.settings, name, collection.metadata)
+    return collection
+
+
+def _apis(store: ChunkStore, manifest: Manifest) -> list[NewApi] | None:
+    """Every complete API of ``manifest`` from the rows, or None when any API's rows do not hash
+    to its ``chunks_digest`` (a build is changing them)."""
+    collection = _collection(store, collection_name(store.settings))
+    rows: dict[str, list[tuple[int, str, list, int]]] = {}
+    offset = 0
+    while True:
+        got = store.chroma_call(lambda: collection.get(limit=PAGE, offset=offset,
+                                                       include=["documents", "metadatas", "embeddings"]))
+        for doc, meta, vector in zip(got["documents"] or [], got["metadatas"] or [], _list(got["embeddings"])):
+            meta = meta or {}
+            if doc and isinstance(meta.get("ordinal"), int):
+                rows.setdefault(meta["source_file"], []).append((meta["ordinal"], doc, vector,
+                                                                 int(meta["embed_hash"], 16)))
+        if len(got["ids"]) < PAGE:
+            break
+        offset += PAGE
+    apis = []
+    for fid in sorted(manifest.complete_ids()):
+        entry = manifest.apis[fid]
+        found = sorted(rows.get(fid, []), key=lambda r: r[0])
+        chunks = [Chunk.model_validate_json(doc) for _, doc, _, _ in found]
+        if len(chunks) != entry.n_chunks or digest_chunks(chunks) != entry.chunks_digest:
+            return None
+        vectors = np.asarray([v for _, _, v, _ in found], dtype=np.float32) if found else None
+        apis.append(NewApi(fid, entry.content_hash, entry.chunks_digest, chunks, vectors,
+                           np.asarray([h for *_, h in found], dtype=np.uint64)))
+    return apis
+
+
+def _write_files(settings: Settings, files: dict[str, bytes]) -> None:
+    """Catalogs and sources as published; catalog files no longer published are removed."""
+    wanted = set()
+    for name, data in files.items():
+        path = local_path(settings, name)
+        if path is None:
+            logger.warning("published file %r ignored: not a catalog or sources file", name)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+        wanted.add(path)
+    root = settings.catalogs_path
+    for path in root.rglob("*") if root.is_dir() else []:
+        if path.is_file() and path not in wanted:
+            path.unlink(missing_ok=True)
+
+
+def _list(embeddings) -> list:
+    return [] if embeddings is None else list(embeddings)

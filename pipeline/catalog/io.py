@@ -41,7 +41,9 @@ class CatalogWriteReport(BaseModel):
 
 
 def _dump(model: BaseModel) -> bytes:
-    return (json.dumps(model.model_dump(mode="json"), indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    """pydantic's own serializer: the field order is the model's, so the bytes are deterministic;
+    ``json.dumps(indent=...)`` runs in pure Python and took ~10x longer on the fleet's graphs."""
+    return model.model_dump_json(indent=1).encode() + b"\n"
 
 
 def _write_if_changed(path: Path, data: bytes, report: CatalogWriteReport) -> None:

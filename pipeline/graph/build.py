@@ -43,18 +43,11 @@ def api_graph(file_id: str, operations: list[OperationDeps], links: list[StatedL
     stated: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for consumer, param, producer, field in _link_edges(operations, links, operation_ids or {}):
         stated[(consumer, param)].append((producer, field))
+    ranked = _RankedCandidates(by_name, by_word, shapes)
     edges: list[DependencyEdge] = []
     for op in operations:
         for need in op.params:
-            found = _candidates(op.chunk_id, need.name, need.resources, need.id_like, by_name, by_word)
-            resource = need.resources[0] if need.resources and need.id_like else ""
-            for producer, field in stated.get((op.chunk_id, need.name), ()):
-                _offer(found, op.chunk_id, producer, (1.0, field, resource, EdgeSource.LINK), replace=True)
-            if need.id_like:
-                for resource in need.resources[:1]:
-                    for producer, field, score in shapes.producers(resource):
-                        _offer(found, op.chunk_id, producer, (score, field, resource, EdgeSource.TYPE))
-            kept = sorted(found.items(), key=lambda kv: _rank(kv[0], kv[1]))[:MAX_PRODUCERS]
+            kept = ranked.best(op.chunk_id, need, stated.get((op.chunk_id, need.name), ()))
             edges += [DependencyEdge(consumer=op.chunk_id, param=need.name, producer=producer, field=field,
                                      resource=resource, score=round(score, 3), source=source)
                       for producer, (score, field, resource, source) in kept]
@@ -123,6 +116,40 @@ def _candidates(consumer: str, param: str, resources: list[str], id_like: bool, 
             score = type_match(need, ftype) * weight * (1.0 if rank == 0 else 0.9)
             _offer(best, consumer, producer, (score, field.path, resource, EdgeSource.TYPE))
     return best
+
+
+class _RankedCandidates:
+    """The ranked producers of a parameter depend only on its name, resources and id-likeness,
+    never on the operation that has it (whose own entry is dropped afterwards, as ``_offer``
+    would have): operations sharing a parameter (``subscriptionId`` in every Azure path) rank
+    once. Stated links are per consumer, so a parameter that has one is ranked on its own."""
+
+    def __init__(self, by_name, by_word, shapes: "_ShapeIndex"):
+        self.by_name, self.by_word, self.shapes = by_name, by_word, shapes
+        self._ranked: dict[tuple, list[tuple[str, tuple]]] = {}
+
+    def best(self, consumer: str, need, links) -> list[tuple[str, tuple]]:
+        """The ``MAX_PRODUCERS`` best (producer, (score, field, resource, source)), best first."""
+        if links:
+            found = self._found(consumer, need)
+            resource = need.resources[0] if need.resources and need.id_like else ""
+            for producer, field in links:  # a stated link wins over any inference
+                _offer(found, consumer, producer, (1.0, field, resource, EdgeSource.LINK), replace=True)
+            return sorted(found.items(), key=lambda kv: _rank(kv[0], kv[1]))[:MAX_PRODUCERS]
+        key = (need.name, tuple(need.resources), need.id_like)
+        ranked = self._ranked.get(key)
+        if ranked is None:
+            found = self._found("", need)
+            ranked = self._ranked[key] = sorted(found.items(), key=lambda kv: _rank(kv[0], kv[1]))
+        return [kv for kv in ranked[:MAX_PRODUCERS + 1] if kv[0] != consumer][:MAX_PRODUCERS]
+
+    def _found(self, consumer: str, need) -> dict:
+        found = _candidates(consumer, need.name, need.resources, need.id_like, self.by_name, self.by_word)
+        if need.id_like:
+            for resource in need.resources[:1]:
+                for producer, field, score in self.shapes.producers(resource):
+                    _offer(found, consumer, producer, (score, field, resource, EdgeSource.TYPE))
+        return found
 
 
 def _offer(best: dict[str, tuple], consumer: str, producer: str, found: tuple, replace: bool = False) -> None:

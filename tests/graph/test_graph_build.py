@@ -113,3 +113,25 @@ def test_each_parameter_keeps_its_best_producers():
     kept = api_graph("api", ops).producers_of("api:paths/~1thing~1{thingId}/get")
     assert len(kept) == MAX_PRODUCERS and all(e.source is EdgeSource.TYPE and e.score == 0.9 for e in kept)
     assert [e.producer for e in kept] == sorted(e.producer for e in kept)  # ties: deterministic order
+
+
+def test_a_parameter_shared_by_many_operations_is_ranked_once_and_never_by_itself(monkeypatch):
+    """Twenty ``GET /p{i}/thing/{thingId}`` each need and return a thing: the candidates of
+    ``thingId`` are ranked once, and each operation keeps the best others, never itself."""
+    from pipeline.graph import build
+
+    resolve = lambda ref, base: None  # noqa: E731
+    thing = {"parameters": [{"name": "thingId", "in": "path", "required": True}],
+             "responses": {"200": {"content": {"application/json": {"schema": {
+                 "type": "object", "properties": {"id": {"type": "string"}}}}}}}}
+    ids = [f"api:paths/~1p{i:02d}~1thing~1{{thingId}}/get" for i in range(20)]
+    ops = [operation_deps(cid, "get", f"/p{i:02d}/thing/{{thingId}}", thing, resolve, None) for i, cid in enumerate(ids)]
+    calls = []
+    real = build._candidates
+    monkeypatch.setattr(build, "_candidates", lambda *a: calls.append(a[1]) or real(*a))
+    graph = api_graph("api", ops)
+    assert calls == ["thingId"]
+    for cid in ids:
+        kept = [e.producer for e in graph.producers_of(cid)]
+        assert kept == [p for p in ids if p != cid][:MAX_PRODUCERS]
+        assert {(e.score, e.source) for e in graph.producers_of(cid)} == {(0.9, EdgeSource.TYPE)}

@@ -63,3 +63,30 @@ def test_changed_parse_bounds_reread_everything_but_a_time_limit_does_not(tmp_pa
     assert _names(_run([tmp_path], first.state)) == []
     assert _names(_run([tmp_path], first.state, timeout_s=5)) == []
     assert _names(_run([tmp_path], first.state, max_nodes=50_000)) == ["good.yaml", "other.yaml"]
+
+
+@pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
+                    reason="the counting graph builder is patched in the parent and inherited by forked workers")
+def test_only_a_changed_spec_computes_its_dependency_graph_again(tmp_path, monkeypatch):
+    from pipeline.specs import chunker
+
+    calls = tmp_path / "graph-calls.txt"  # written by the worker processes
+    real = chunker.api_graph
+
+    def counting(file_id, *args, **kwargs):
+        with open(calls, "a", encoding="utf-8") as out:
+            out.write(file_id + "\n")
+        return real(file_id, *args, **kwargs)
+
+    monkeypatch.setattr(chunker, "api_graph", counting)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.yaml").write_text(GOOD)
+    (corpus / "other.yaml").write_text(spec())
+    first = _run([corpus])
+    assert sorted(calls.read_text().split()) == ["good", "other"]
+    calls.write_text("")
+    (corpus / "other.yaml").write_text(spec(paths="  /b:\n    get:\n      responses: {'200': {description: ok}}\n"))
+    second = _run([corpus], first.state)
+    assert calls.read_text().split() == ["other"]
+    assert [a.api.file_id for a in second.apis] == ["other"] and [a.info.file_id for a in second.kept] == ["good"]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pipeline.cli.common import add_common
+from pipeline.errors import SpecragError
 from pipeline.settings import Settings
 
 
@@ -30,6 +31,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-k", dest="top_k", type=int, default=10)
     add_common(p)
     p.set_defaults(handler=bench_serve)
+    p = sub.add_parser("api-key", help="make an API key for a tenant; its hash goes into the keys file")
+    p.add_argument("key_tenant", metavar="TENANT", help="the tenant the key reads (1-63 of A-Za-z0-9_-)")
+    p.add_argument("--file", type=Path, help="keys file to add the entry to (created if missing; default: "
+                   "print the entry)")
+    p.set_defaults(handler=api_key)
     p = sub.add_parser("openapi", help="write the HTTP service's OpenAPI document (a spec specrag can index)")
     p.add_argument("--out", type=Path, help="file to write (default: stdout)")
     add_common(p)
@@ -47,46 +53,72 @@ def _add_server_options(p: argparse.ArgumentParser) -> None:
     add_common(p)
 
 
-def _open(args: argparse.Namespace, settings: Settings):
-    from pipeline.serve.kbs import KnowledgeBases
+class ServeRefused(SpecragError):
+    """A server that would answer beyond this machine without API keys."""
+
+
+def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
+    """(settings, tenants): with ``network`` False (stdio MCP) the local tenant, keys or not."""
+    from pipeline.serve.keys import ApiKeys
     from pipeline.serve.logs import configure_json_logging
+    from pipeline.serve.tenancy import Tenants
     from pipeline.serve.tracing import install_instrumentation, otel_tracer
 
     configure_json_logging(logging.DEBUG if args.verbose else logging.INFO)
     install_instrumentation(otel_tracer(settings.otel_exporter))
     settings = settings.model_copy(update={k: v for k, v in (("serve_host", args.host), ("serve_port", args.port))
                                            if v is not None})
-    return settings, KnowledgeBases.open(settings, args.corpus or [], args.kb or [], progress=False)
+    keys = ApiKeys.from_settings(settings) if network else ApiKeys([])
+    if network and not keys.configured and not is_loopback(settings.serve_host):
+        raise ServeRefused(f"SPECRAG_HOST={settings.serve_host} is not a loopback address and no API key is "
+                           "configured: set SPECRAG_API_KEYS_FILE (or SPECRAG_API_KEYS) first, or bind 127.0.0.1")
+    return settings, Tenants.open(settings, keys, args.corpus or [], args.kb or [])
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
+
+
+def _uvicorn(app, settings: Settings) -> None:
+    """No access log and no log config of uvicorn's own: our JSON lines carry no header, so no key.
+    On SIGTERM uvicorn stops accepting and lets requests in flight finish (up to the timeout)."""
+    import uvicorn
+
+    uvicorn.run(app, host=settings.serve_host, port=settings.serve_port, log_config=None, access_log=False,
+                timeout_graceful_shutdown=settings.shutdown_timeout_s)
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
     from pipeline.serve.app import create_app
     from pipeline.serve.graph_wiring import routers
 
-    settings, kbs = _open(args, settings)
+    settings, tenants = _open(args, settings)
     try:
-        uvicorn.run(create_app(kbs, extra_routers=routers(kbs)), host=settings.serve_host, port=settings.serve_port,
-                    log_config=None, access_log=False)
+        _uvicorn(create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s), settings)
     finally:
-        kbs.close()
+        tenants.close()
     return 0
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.serve.graph_wiring import mcp_tools
+    from pipeline.serve.mcp_http import streamable_http_app
     from pipeline.serve.mcp_server import create_mcp_server
 
-    settings, kbs = _open(args, settings)
-    server = create_mcp_server(kbs, **mcp_tools())
+    settings, tenants = _open(args, settings, network=args.transport != "stdio")
+    server = create_mcp_server(tenants, **mcp_tools())
     try:
         if args.transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=settings.serve_host, port=settings.serve_port)
+            _uvicorn(streamable_http_app(server, tenants, settings.serve_host), settings)
     finally:
-        kbs.close()
+        tenants.close()
     return 0
 
 
@@ -94,10 +126,9 @@ def openapi(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
     from pipeline.serve.graph_wiring import routers
-    from pipeline.serve.kbs import KnowledgeBases
     from pipeline.serve.openapi import service_openapi, write_service_openapi
 
-    extra = routers(KnowledgeBases([]))
+    extra = routers()
     if args.out:
         print(write_service_openapi(args.out, extra), file=sys.stderr)
     else:
@@ -120,3 +151,19 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
                                                top_k=args.top_k)))
     print(report.model_dump_json(indent=1) if args.json else format_report(report))
     return 0 if report.errors == 0 else 1
+
+
+def api_key(args: argparse.Namespace, settings: Settings) -> int:
+    """The key is printed once, on stdout; only its SHA-256 is written."""
+    from pipeline.atomic import write_atomic
+    from pipeline.serve.keys import KeysFile, new_key_entry, read_keys_file
+
+    key, entry = new_key_entry(args.key_tenant)
+    if args.file:
+        keys = KeysFile(keys=[*(read_keys_file(args.file) if args.file.exists() else []), entry])
+        write_atomic(args.file, keys.model_dump_json(indent=1).encode())
+        print(f"added a key for tenant {entry.tenant} to {args.file}", file=sys.stderr)
+    else:
+        print(entry.model_dump_json(), file=sys.stderr)
+    print(key)
+    return 0

@@ -1,25 +1,30 @@
-"""The HTTP service: ``create_app(kbs)`` builds the FastAPI app over opened knowledge bases.
+"""The HTTP service: ``create_app(tenants)`` builds the FastAPI app over opened knowledge bases.
 
 Every route's engine work is async or runs in worker threads, so one event loop serves
-concurrent requests. Errors are one JSON line ``{"detail": ...}``: 404 for an unknown kb, API,
-operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwise.
+concurrent requests. Errors are one JSON line ``{"detail": ...}``: 401 without a known API key
+(when keys are configured), 403 for another tenant's kb_id or tenant_id, 404 for an unknown kb,
+API, operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwise. With a
+reload interval, a background task swaps in re-indexed knowledge bases (``reload.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from contextlib import asynccontextmanager
 from typing import Sequence
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from pipeline.errors import SpecragError
-from pipeline.serve.basic import BasicRetrieval
 from pipeline.serve.errors import http_status
 from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.middleware import RequestContextMiddleware
+from pipeline.serve.reload import IndexWatcher
 from pipeline.serve.routes import apis, context, health, retrieve
 from pipeline.serve.telemetry import Telemetry
+from pipeline.serve.tenancy import Tenants
 from pipeline.serve.tracing import install_instrumentation
 
 logger = logging.getLogger(__name__)
@@ -29,15 +34,30 @@ DESCRIPTION = ("Answers 'how do I do X with these APIs?' over indexed OpenAPI co
                "operation and schema.")
 
 
-def create_app(kbs: KnowledgeBases, *, telemetry: Telemetry | None = None,
-               extra_routers: Sequence[APIRouter] = ()) -> FastAPI:
-    """``extra_routers``: routes over capabilities built elsewhere, e.g. ``agentic_router(retriever)``
-    (``routes/agentic.py``) and ``plan_router(planner, Plan)`` (``routes/plan.py``)."""
+def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None = None,
+               extra_routers: Sequence[APIRouter] = (), reload_interval_s: float = 0.0) -> FastAPI:
+    """``served``: the tenants (or one local tenant's knowledge bases, no keys). ``extra_routers``:
+    routes over capabilities built elsewhere, e.g. ``agentic_router(retriever)`` (``routes/agentic.py``)
+    and ``plan_router(planner, Plan)`` (``routes/plan.py``). ``reload_interval_s`` > 0 runs the
+    index watcher while the app's lifespan lasts."""
     install_instrumentation()
-    app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION)
-    app.state.kbs = kbs
+    tenants = served if isinstance(served, Tenants) else Tenants.local(served)
+    watcher = IndexWatcher(tenants, reload_interval_s)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        task = asyncio.create_task(watcher.run()) if reload_interval_s > 0 else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
+    app.state.tenants = tenants
+    app.state.watcher = watcher
     app.state.telemetry = telemetry or Telemetry()
-    app.state.basic = BasicRetrieval(kbs)
     app.add_middleware(RequestContextMiddleware, telemetry=app.state.telemetry)
     app.add_exception_handler(SpecragError, _error)
     app.add_exception_handler(Exception, _error)
@@ -51,4 +71,5 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
     if status >= 500:
         logger.exception("request failed", exc_info=exc)
     detail = str(exc) if status < 500 else f"internal error ({type(exc).__name__}); see the server log"
-    return JSONResponse({"detail": detail}, status_code=status)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)

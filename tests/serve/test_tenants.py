@@ -7,21 +7,15 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .tenants import KEYS, MARKER, auth, build_two_tenants
+from .tenants import KEYS, MARKER, auth
 
 pytestmark = pytest.mark.anyio
 BASIC = "/api/v1/retrieve/basic"
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory, make_demo_settings):
-    from pipeline.serve.keys import ApiKeys
-    from pipeline.serve.tenancy import Tenants
-
-    settings, _, shared_kb, beta_only_kb = build_two_tenants(tmp_path_factory.mktemp("tenants"), make_demo_settings)
-    tenants = Tenants.open(settings, ApiKeys.from_settings(settings))
-    yield tenants, shared_kb, beta_only_kb
-    tenants.close()
+def world(tenant_world):
+    return tenant_world
 
 
 @pytest.fixture(scope="module")

@@ -22,13 +22,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=mcp)
     p = sub.add_parser("bench-serve", help="load test: concurrent basic retrievals over loopback, p50/p95/errors")
     p.add_argument("--url", help="a running service (default: start `specrag serve` on 127.0.0.1 for the run)")
-    p.add_argument("--kb", required=True, metavar="KB_ID", help="knowledge base to query (id or alias)")
+    p.add_argument("--kb", metavar="KB_ID", help="knowledge base to query (id or alias); not with --hot-reindex")
     p.add_argument("--queries", nargs="+", type=Path, required=True, help="labeled query sets (.jsonl with 'query')")
     p.add_argument("--clients", type=int, default=20)
     p.add_argument("--duration", type=float, default=60.0, help="timed seconds (after --warmup)")
     p.add_argument("--warmup", type=float, default=5.0)
     p.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="vector")
     p.add_argument("--top-k", dest="top_k", type=int, default=10)
+    p.add_argument("--hot-reindex", dest="hot_reindex", type=Path, metavar="CORPUS",
+                   help="serve a copy of CORPUS and, mid-run, change one spec in it and re-index it (`specrag "
+                        "index` in another process); reports errors and when answers first showed the change")
+    p.add_argument("--hot-spec", dest="hot_spec", metavar="NAME", help="the spec file to change (default: the smallest)")
+    p.add_argument("--hot-at", dest="hot_at", type=float, help="seconds into the timed run (default: a quarter of it)")
     add_common(p)
     p.set_defaults(handler=bench_serve)
     p = sub.add_parser("api-key", help="make an API key for a tenant; its hash goes into the keys file")
@@ -138,19 +143,35 @@ def openapi(args: argparse.Namespace, settings: Settings) -> int:
 
 def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
-    from contextlib import nullcontext
+    import tempfile
+    from contextlib import ExitStack
 
+    from pipeline.serve.hot_reindex import HotReindex, prepare
     from pipeline.serve.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
+    from pipeline.workspace import corpus_key
 
     queries = load_queries(args.queries)
-    server = nullcontext(args.url) if args.url else served(
-        ["--kb", args.kb, "--data-dir", str(settings.data_dir)], free_port())
-    with server as url:
-        report = asyncio.run(run_load(LoadSpec(url=url, kb_id=args.kb, queries=queries, clients=args.clients,
+    with ExitStack() as stack:
+        kb, hot, server_args = args.kb, None, ["--kb", args.kb or "", "--data-dir", str(settings.data_dir)]
+        if args.hot_reindex:
+            if args.url or args.kb:
+                raise SpecragError("--hot-reindex serves its own copy of the corpus: leave out --url and --kb")
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="specrag-hot-")))
+            copy, spec = prepare(args.hot_reindex, work, args.hot_spec)
+            kb = corpus_key([copy])
+            hot = HotReindex(corpus=copy, spec=spec, data_dir=work / "data",
+                             at_s=args.duration / 4 if args.hot_at is None else args.hot_at)
+            server_args = ["--corpus", str(copy), "--data-dir", str(hot.data_dir)]
+        elif not args.kb:
+            raise SpecragError("bench-serve needs --kb KB_ID (or --hot-reindex CORPUS)")
+        url = args.url or stack.enter_context(served(server_args, free_port()))
+        report = asyncio.run(run_load(LoadSpec(url=url, kb_id=kb, queries=queries, clients=args.clients,
                                                duration_s=args.duration, warmup_s=args.warmup, mode=args.mode,
-                                               top_k=args.top_k)))
+                                               top_k=args.top_k, hot=hot)))
     print(report.model_dump_json(indent=1) if args.json else format_report(report))
-    return 0 if report.errors == 0 else 1
+    failed = report.errors or (report.reindex and (report.reindex.first_seen_s is None
+                                                   or report.reindex.stale_after_seen or report.reindex.index_exit))
+    return 1 if failed else 0
 
 
 def api_key(args: argparse.Namespace, settings: Settings) -> int:

@@ -10,6 +10,7 @@ the key's tenant is 403. Without keys, one local tenant owns everything and no k
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -19,6 +20,8 @@ from pipeline.serve.keys import ApiKeys
 from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
 from pipeline.settings import Settings
 
+logger = logging.getLogger(__name__)
+
 
 class Unauthorized(SpecragError, PermissionError):
     """No API key, or one that no tenant has (the message never repeats the key)."""
@@ -26,6 +29,10 @@ class Unauthorized(SpecragError, PermissionError):
 
 class ForbiddenTenant(SpecragError, PermissionError):
     """A request body naming a tenant other than its key's."""
+
+
+class SharedCatalogDir(SpecragError, ValueError):
+    """One catalog folder for several tenants would let one read another's API descriptions."""
 
 
 class Tenants:
@@ -52,6 +59,12 @@ class Tenants:
 
         if not keys.configured:
             return cls.local(KnowledgeBases.open(settings, corpora, kb_keys))
+        if settings.catalog_dir is not None:
+            raise SharedCatalogDir("SPECRAG_CATALOG_DIR puts every tenant's catalogs in one folder: unset it when "
+                                   "API keys are configured (each corpus then keeps its catalogs in its own index folder)")
+        if (corpora or kb_keys) and settings.tenant not in keys.tenants:
+            logger.warning("--corpus/--kb are served for tenant %r, which no API key names: no request can read "
+                           "them (pass --tenant)", settings.tenant)
         model = build_embed_model(settings)
         by_tenant = {}
         for tenant in sorted({*keys.tenants, *([settings.tenant] if corpora or kb_keys else [])}):

@@ -135,3 +135,13 @@ def test_keys_file_and_env_give_the_same_tenants(tmp_path):
     with pytest.raises(ApiKeysError, match="entry 2") as err:
         ApiKeys.from_settings(Settings(api_keys="acme:secret1,secret2-without-tenant", _env_file=None))
     assert "secret" not in str(err.value)
+
+
+def test_one_catalog_folder_for_every_tenant_is_refused(tmp_path):
+    from pipeline.serve.keys import ApiKeys
+    from pipeline.serve.tenancy import SharedCatalogDir, Tenants
+    from pipeline.settings import Settings
+
+    settings = Settings(data_dir=tmp_path, catalog_dir=tmp_path / "catalogs", api_keys="acme:k1", _env_file=None)
+    with pytest.raises(SharedCatalogDir, match="SPECRAG_CATALOG_DIR"):
+        Tenants.open(settings, ApiKeys.from_settings(settings))

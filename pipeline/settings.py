@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.envfile import default_env_file, key_for_dotenv_url
@@ -178,6 +178,18 @@ class Settings(BaseSettings):
     otel_exporter: str = Field("none", pattern="^(none|console|otlp)$", validation_alias=_env("SPECRAG_OTEL_EXPORTER"),
                                description="export each request's span tree: none, console, or otlp "
                                            "(OTEL_EXPORTER_OTLP_ENDPOINT; needs the otel extra)")
+    api_keys_file: Path | None = Field(None, validation_alias=_env("SPECRAG_API_KEYS_FILE"),
+                                       description="JSON file of API keys (as SHA-256 hashes), each naming its tenant")
+    api_keys: SecretStr | None = Field(None, validation_alias=_env("SPECRAG_API_KEYS"),
+                                       json_schema_extra={"secret": True,
+                                                          "allowed": "comma-separated TENANT:KEY or TENANT:sha256:HEX"},
+                                       description="API keys given in the environment (added to the file's)")
+    reload_interval_s: float = Field(2.0, ge=0, le=3600, allow_inf_nan=False,
+                                     validation_alias=_env("SPECRAG_RELOAD_INTERVAL_S"),
+                                     description="how often a server checks for a newer index generation (0: never)")
+    shutdown_timeout_s: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False,
+                                      validation_alias=_env("SPECRAG_SHUTDOWN_TIMEOUT_S"),
+                                      description="on SIGTERM, how long in-flight requests may still run")
 
     @property
     def tenant_dir(self) -> Path:

@@ -22,6 +22,12 @@ def demo_settings(data_dir: Path):
                     if model else "none", chroma_host=None, openai_api_key=None, llm_base_url=None)
 
 
+@pytest.fixture(scope="session")
+def make_demo_settings():
+    """``demo_settings`` for tests that index into folders of their own."""
+    return demo_settings
+
+
 @pytest.fixture
 def anyio_backend():
     """Async tests (``@pytest.mark.anyio``) run on asyncio, the loop servers use."""

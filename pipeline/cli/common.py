@@ -34,6 +34,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", dest="data_dir", type=Path, help="index folder (env SPECRAG_DATA_DIR, default .specrag)")
     p.add_argument("--catalog-dir", dest="catalog_dir", type=Path,
                    help="catalog folder (default: the corpus's index folder, <data-dir>/corpora/<name>/catalogs)")
+    p.add_argument("--tenant", help="whose indexes to read and write (env SPECRAG_TENANT, default 'default')")
     p.add_argument("--env-file", dest="env_file", type=Path,
                    help="read settings from this .env (default: $SPECRAG_ENV_FILE, else the specrag project's .env)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the human view")
@@ -42,7 +43,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 def build_settings(args: argparse.Namespace) -> Settings:
     overrides: dict = {}
-    for field in ("data_dir", "catalog_dir", "prompts_dir"):
+    for field in ("data_dir", "catalog_dir", "prompts_dir", "tenant"):
         value = getattr(args, field, None)
         if value is not None:
             overrides[field] = value

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pipeline.cli.common import add_common
+from pipeline.errors import SpecragError
 from pipeline.settings import Settings
 
 
@@ -21,15 +22,25 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=mcp)
     p = sub.add_parser("bench-serve", help="load test: concurrent basic retrievals over loopback, p50/p95/errors")
     p.add_argument("--url", help="a running service (default: start `specrag serve` on 127.0.0.1 for the run)")
-    p.add_argument("--kb", required=True, metavar="KB_ID", help="knowledge base to query (id or alias)")
+    p.add_argument("--kb", metavar="KB_ID", help="knowledge base to query (id or alias); not with --hot-reindex")
     p.add_argument("--queries", nargs="+", type=Path, required=True, help="labeled query sets (.jsonl with 'query')")
     p.add_argument("--clients", type=int, default=20)
     p.add_argument("--duration", type=float, default=60.0, help="timed seconds (after --warmup)")
     p.add_argument("--warmup", type=float, default=5.0)
     p.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="vector")
     p.add_argument("--top-k", dest="top_k", type=int, default=10)
+    p.add_argument("--hot-reindex", dest="hot_reindex", type=Path, metavar="CORPUS",
+                   help="serve a copy of CORPUS and, mid-run, change one spec in it and re-index it (`specrag "
+                        "index` in another process); reports errors and when answers first showed the change")
+    p.add_argument("--hot-spec", dest="hot_spec", metavar="NAME", help="the spec file to change (default: the smallest)")
+    p.add_argument("--hot-at", dest="hot_at", type=float, help="seconds into the timed run (default: a quarter of it)")
     add_common(p)
     p.set_defaults(handler=bench_serve)
+    p = sub.add_parser("api-key", help="make an API key for a tenant; its hash goes into the keys file")
+    p.add_argument("key_tenant", metavar="TENANT", help="the tenant the key reads (1-63 of A-Za-z0-9_-)")
+    p.add_argument("--file", type=Path, help="keys file to add the entry to (created if missing; default: "
+                   "print the entry)")
+    p.set_defaults(handler=api_key)
     p = sub.add_parser("openapi", help="write the HTTP service's OpenAPI document (a spec specrag can index)")
     p.add_argument("--out", type=Path, help="file to write (default: stdout)")
     add_common(p)
@@ -47,46 +58,73 @@ def _add_server_options(p: argparse.ArgumentParser) -> None:
     add_common(p)
 
 
-def _open(args: argparse.Namespace, settings: Settings):
-    from pipeline.serve.kbs import KnowledgeBases
+class ServeRefused(SpecragError):
+    """A server that would answer beyond this machine without API keys."""
+
+
+def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
+    """(settings, tenants): with ``network`` False (stdio MCP) the local tenant, keys or not."""
+    from pipeline.serve.keys import ApiKeys
     from pipeline.serve.logs import configure_json_logging
+    from pipeline.serve.tenancy import Tenants
     from pipeline.serve.tracing import install_instrumentation, otel_tracer
 
     configure_json_logging(logging.DEBUG if args.verbose else logging.INFO)
     install_instrumentation(otel_tracer(settings.otel_exporter))
     settings = settings.model_copy(update={k: v for k, v in (("serve_host", args.host), ("serve_port", args.port))
                                            if v is not None})
-    return settings, KnowledgeBases.open(settings, args.corpus or [], args.kb or [], progress=False)
+    keys = ApiKeys.from_settings(settings) if network else ApiKeys([])
+    if network and not keys.configured and not is_loopback(settings.serve_host):
+        raise ServeRefused(f"SPECRAG_HOST={settings.serve_host} is not a loopback address and no API key is "
+                           "configured: set SPECRAG_API_KEYS_FILE (or SPECRAG_API_KEYS) first, or bind 127.0.0.1")
+    return settings, Tenants.open(settings, keys, args.corpus or [], args.kb or [])
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
+
+
+def _uvicorn(app, settings: Settings) -> None:
+    """No access log and no log config of uvicorn's own: our JSON lines carry no header, so no key.
+    On SIGTERM uvicorn stops accepting and lets requests in flight finish (up to the timeout)."""
+    import uvicorn
+
+    uvicorn.run(app, host=settings.serve_host, port=settings.serve_port, log_config=None, access_log=False,
+                timeout_graceful_shutdown=settings.shutdown_timeout_s)
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
     from pipeline.serve.app import create_app
     from pipeline.serve.graph_wiring import routers
 
-    settings, kbs = _open(args, settings)
+    settings, tenants = _open(args, settings)
     try:
-        app = create_app(kbs, extra_routers=routers(kbs), threads=settings.serve_threads)
-        uvicorn.run(app, host=settings.serve_host, port=settings.serve_port, log_config=None, access_log=False)
+        _uvicorn(create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
+                            threads=settings.serve_threads), settings)
     finally:
-        kbs.close()
+        tenants.close()
     return 0
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.serve.graph_wiring import mcp_tools
+    from pipeline.serve.mcp_http import streamable_http_app
     from pipeline.serve.mcp_server import create_mcp_server
 
-    settings, kbs = _open(args, settings)
-    server = create_mcp_server(kbs, **mcp_tools())
+    settings, tenants = _open(args, settings, network=args.transport != "stdio")
+    server = create_mcp_server(tenants, **mcp_tools())
     try:
         if args.transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=settings.serve_host, port=settings.serve_port)
+            _uvicorn(streamable_http_app(server, tenants, settings.serve_host), settings)
     finally:
-        kbs.close()
+        tenants.close()
     return 0
 
 
@@ -94,10 +132,9 @@ def openapi(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
     from pipeline.serve.graph_wiring import routers
-    from pipeline.serve.kbs import KnowledgeBases
     from pipeline.serve.openapi import service_openapi, write_service_openapi
 
-    extra = routers(KnowledgeBases([]))
+    extra = routers()
     if args.out:
         print(write_service_openapi(args.out, extra), file=sys.stderr)
     else:
@@ -107,16 +144,48 @@ def openapi(args: argparse.Namespace, settings: Settings) -> int:
 
 def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
-    from contextlib import nullcontext
+    import tempfile
+    from contextlib import ExitStack
 
+    from pipeline.serve.hot_reindex import HotReindex, prepare
     from pipeline.serve.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
+    from pipeline.workspace import corpus_key
 
     queries = load_queries(args.queries)
-    server = nullcontext(args.url) if args.url else served(
-        ["--kb", args.kb, "--data-dir", str(settings.data_dir)], free_port())
-    with server as url:
-        report = asyncio.run(run_load(LoadSpec(url=url, kb_id=args.kb, queries=queries, clients=args.clients,
+    with ExitStack() as stack:
+        kb, hot, server_args = args.kb, None, ["--kb", args.kb or "", "--data-dir", str(settings.data_dir)]
+        if args.hot_reindex:
+            if args.url or args.kb:
+                raise SpecragError("--hot-reindex serves its own copy of the corpus: leave out --url and --kb")
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="specrag-hot-")))
+            copy, spec = prepare(args.hot_reindex, work, args.hot_spec)
+            kb = corpus_key([copy])
+            hot = HotReindex(corpus=copy, spec=spec, data_dir=work / "data",
+                             at_s=args.duration / 4 if args.hot_at is None else args.hot_at)
+            server_args = ["--corpus", str(copy), "--data-dir", str(hot.data_dir)]
+        elif not args.kb:
+            raise SpecragError("bench-serve needs --kb KB_ID (or --hot-reindex CORPUS)")
+        url = args.url or stack.enter_context(served(server_args, free_port()))
+        report = asyncio.run(run_load(LoadSpec(url=url, kb_id=kb, queries=queries, clients=args.clients,
                                                duration_s=args.duration, warmup_s=args.warmup, mode=args.mode,
-                                               top_k=args.top_k)))
+                                               top_k=args.top_k, hot=hot)))
     print(report.model_dump_json(indent=1) if args.json else format_report(report))
-    return 0 if report.errors == 0 else 1
+    failed = report.errors or (report.reindex and (report.reindex.first_seen_s is None
+                                                   or report.reindex.stale_after_seen or report.reindex.index_exit))
+    return 1 if failed else 0
+
+
+def api_key(args: argparse.Namespace, settings: Settings) -> int:
+    """The key is printed once, on stdout; only its SHA-256 is written."""
+    from pipeline.atomic import write_atomic
+    from pipeline.serve.keys import KeysFile, new_key_entry, read_keys_file
+
+    key, entry = new_key_entry(args.key_tenant)
+    if args.file:
+        keys = KeysFile(keys=[*(read_keys_file(args.file) if args.file.exists() else []), entry])
+        write_atomic(args.file, keys.model_dump_json(indent=1).encode())
+        print(f"added a key for tenant {entry.tenant} to {args.file}", file=sys.stderr)
+    else:
+        print(entry.model_dump_json(), file=sys.stderr)
+    print(key)
+    return 0

@@ -1,26 +1,31 @@
-"""The HTTP service: ``create_app(kbs)`` builds the FastAPI app over opened knowledge bases.
+"""The HTTP service: ``create_app(tenants)`` builds the FastAPI app over opened knowledge bases.
 
 Every route's engine work is async or runs in worker threads, so one event loop serves
-concurrent requests. Errors are one JSON line ``{"detail": ...}``: 404 for an unknown kb, API,
-operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwise.
+concurrent requests. Errors are one JSON line ``{"detail": ...}``: 401 without a known API key
+(when keys are configured), 403 for another tenant's kb_id or tenant_id, 404 for an unknown kb,
+API, operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwise. With a
+reload interval, a background task swaps in re-indexed knowledge bases (``reload.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Sequence
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from pipeline.errors import SpecragError
-from pipeline.serve.basic import BasicRetrieval
 from pipeline.serve.concurrency import serving_threads
 from pipeline.serve.errors import http_status
 from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.middleware import RequestContextMiddleware
+from pipeline.serve.reload import IndexWatcher
 from pipeline.serve.routes import apis, context, health, retrieve
 from pipeline.serve.telemetry import Telemetry
+from pipeline.serve.tenancy import Tenants
 from pipeline.serve.tracing import install_instrumentation
 
 logger = logging.getLogger(__name__)
@@ -30,17 +35,35 @@ DESCRIPTION = ("Answers 'how do I do X with these APIs?' over indexed OpenAPI co
                "operation and schema.")
 
 
-def create_app(kbs: KnowledgeBases, *, telemetry: Telemetry | None = None,
-               extra_routers: Sequence[APIRouter] = (), threads: int | None = None) -> FastAPI:
-    """``extra_routers``: routes over capabilities built elsewhere, e.g. ``agentic_router(retriever)``
-    (``routes/agentic.py``) and ``plan_router(planner, Plan)`` (``routes/plan.py``). ``threads``:
-    while the app runs, its request worker threads (see ``concurrency.serving_threads``)."""
+def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None = None,
+               extra_routers: Sequence[APIRouter] = (), reload_interval_s: float = 0.0,
+               threads: int | None = None) -> FastAPI:
+    """``served``: the tenants (or one local tenant's knowledge bases, no keys). ``extra_routers``:
+    routes over capabilities built elsewhere, e.g. ``agentic_router(retriever)`` (``routes/agentic.py``)
+    and ``plan_router(planner, Plan)`` (``routes/plan.py``). ``reload_interval_s`` > 0 runs the
+    index watcher while the app's lifespan lasts; ``threads``, its request worker threads
+    (``concurrency.serving_threads``)."""
     install_instrumentation()
-    lifespan = (lambda app: serving_threads(threads)) if threads else None
+    tenants = served if isinstance(served, Tenants) else Tenants.local(served)
+    watcher = IndexWatcher(tenants, reload_interval_s)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        async with AsyncExitStack() as stack:
+            if threads:
+                await stack.enter_async_context(serving_threads(threads))
+            task = asyncio.create_task(watcher.run()) if reload_interval_s > 0 else None
+            try:
+                yield
+            finally:
+                if task is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+
     app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
-    app.state.kbs = kbs
+    app.state.tenants = tenants
+    app.state.watcher = watcher
     app.state.telemetry = telemetry or Telemetry()
-    app.state.basic = BasicRetrieval(kbs)
     app.add_middleware(RequestContextMiddleware, telemetry=app.state.telemetry)
     app.add_exception_handler(SpecragError, _error)
     app.add_exception_handler(Exception, _error)
@@ -54,4 +77,5 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
     if status >= 500:
         logger.exception("request failed", exc_info=exc)
     detail = str(exc) if status < 500 else f"internal error ({type(exc).__name__}); see the server log"
-    return JSONResponse({"detail": detail}, status_code=status)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)

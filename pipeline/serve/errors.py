@@ -5,11 +5,16 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from pipeline.errors import IndexNotBuiltError, SpecragError
-from pipeline.serve.kbs import UnknownKnowledgeBase
+from pipeline.serve.kbs import ForbiddenKnowledgeBase, UnknownKnowledgeBase
 from pipeline.serve.lookup import NotFound
+from pipeline.serve.tenancy import ForbiddenTenant, Unauthorized
 
 
 def http_status(exc: BaseException) -> int:
+    if isinstance(exc, Unauthorized):
+        return 401
+    if isinstance(exc, (ForbiddenKnowledgeBase, ForbiddenTenant)):
+        return 403
     if isinstance(exc, (UnknownKnowledgeBase, NotFound)):
         return 404
     if isinstance(exc, IndexNotBuiltError):

@@ -6,6 +6,7 @@ mount them by default."""
 from __future__ import annotations
 
 import asyncio
+import weakref
 
 from fastapi import APIRouter
 
@@ -28,25 +29,27 @@ async def impact(kb: KnowledgeBase, api: str, schema: str) -> ImpactReport:
 
 
 class KbAgentic:
-    """Agentic retrieval over one served knowledge base: ``kb_ids`` names it ([] = the only one served;
-    with several served, pass one). One retriever per knowledge base, made on first use."""
+    """Agentic retrieval over one of the caller's knowledge bases: ``kb_ids`` names it ([] = the only
+    one served; with several served, pass one). One retriever per knowledge base object, made on
+    first use: keyed by the object, not its kb_id, since two tenants may hold the same kb_id and a
+    re-indexed knowledge base is a new object (the old one's retriever goes with it)."""
 
-    def __init__(self, kbs: KnowledgeBases):
-        self.kbs = kbs
-        self._retrievers: dict[str, AgenticRetriever] = {}
+    def __init__(self):
+        self._retrievers: weakref.WeakKeyDictionary[KnowledgeBase, AgenticRetriever] = weakref.WeakKeyDictionary()
 
-    async def arun(self, request: AgenticRetrievalRequest) -> RetrievalResponse:
+    async def arun(self, request: AgenticRetrievalRequest, kbs: KnowledgeBases) -> RetrievalResponse:
         if len(request.kb_ids) > 1:
             raise AmbiguousKnowledgeBase("agentic retrieval runs over one knowledge base: pass one kb_id")
-        kb = self.kbs.default(request.kb_ids[0] if request.kb_ids else None)
-        if kb.kb_id not in self._retrievers:
-            self._retrievers[kb.kb_id] = AgenticRetriever(kb.engine)
-        return await self._retrievers[kb.kb_id].arun(request)
+        kb = kbs.default(request.kb_ids[0] if request.kb_ids else None)
+        retriever = self._retrievers.get(kb)
+        if retriever is None:
+            retriever = self._retrievers[kb] = AgenticRetriever(kb.engine)
+        return await retriever.arun(request)
 
 
-def routers(kbs: KnowledgeBases) -> list[APIRouter]:
-    """``create_app(kbs, extra_routers=routers(kbs))``."""
-    return [agentic_router(KbAgentic(kbs)), plan_router(plan, Plan)]
+def routers() -> list[APIRouter]:
+    """``create_app(kbs, extra_routers=routers())``."""
+    return [agentic_router(KbAgentic()), plan_router(plan, Plan)]
 
 
 def mcp_tools() -> dict:

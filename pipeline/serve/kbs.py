@@ -1,8 +1,10 @@
 """Knowledge bases: the indexed corpora one server answers from, each opened once and reused.
 
-A ``kb_id`` is a corpus's index folder name under ``<data_dir>/corpora/`` (``corpus_key`` of its
-paths, e.g. ``corpus-5a5406f483``). Its alias is the part before the hash (``corpus``), usable
-whenever no other served corpus has the same alias. All knowledge bases share one embedding model.
+A ``kb_id`` is a corpus's index folder name under ``<tenant dir>/corpora/`` (``corpus_key`` of its
+paths, e.g. ``corpus-5a5406f483``; the tenant dir is ``data_dir`` for the default tenant). Its alias
+is the part before the hash (``corpus``), usable whenever no other served corpus has the same alias.
+All knowledge bases share one embedding model. One ``KnowledgeBases`` holds one tenant's; two
+tenants may hold the same kb_id (the same paths), each over its own index.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pipeline.catalog.io import load_api_index, load_catalog
 from pipeline.catalog.models import ApiIndex, Catalog
 from pipeline.engine import ApiQueryEngine
 from pipeline.errors import IndexNotBuiltError, SpecragError
-from pipeline.settings import Settings
+from pipeline.settings import DEFAULT_TENANT, Settings
 from pipeline.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
 
 logger = logging.getLogger(__name__)
@@ -27,6 +29,11 @@ API_INDEX_CACHE = 64
 
 class UnknownKnowledgeBase(SpecragError, LookupError):
     """A kb_id (or API id) that no served knowledge base has."""
+
+
+class ForbiddenKnowledgeBase(SpecragError, PermissionError):
+    """A kb_id that is not the caller's tenant's: the same answer whether another tenant has it or
+    nobody does, so the status tells nothing about other tenants."""
 
 
 class AmbiguousKnowledgeBase(SpecragError, ValueError):
@@ -102,16 +109,28 @@ class KnowledgeBases:
     most every ``SPECRAG_CHROMA_SYNC_S``) whether a newer index was published and swaps in the
     reopened knowledge base; requests already running finish on the one they started with."""
 
-    def __init__(self, kbs: list[KnowledgeBase], sync_s: float | None = None):
+    def __init__(self, kbs: list[KnowledgeBase], tenant: str = DEFAULT_TENANT, private: bool = False,
+                 sync_s: float | None = None):
+        """``private``: a kb_id not served here is another tenant's business: 403, not 404.
+        ``sync_s``: with a Chroma server, how often a request checks for a newer published index."""
         from pipeline.index.replica import ReplicaSync
 
-        self._index(kbs)
+        self.tenant, self.private = tenant, private
+        self._set(kbs)
         self._sync = ReplicaSync(sync_s) if sync_s is not None else None
 
-    def _index(self, kbs: list[KnowledgeBase]) -> None:
+    def _set(self, kbs: list[KnowledgeBase]) -> None:
         aliases = [kb.alias for kb in kbs]
-        by_id, by_alias = {kb.kb_id: kb for kb in kbs}, {kb.alias: kb for kb in kbs if aliases.count(kb.alias) == 1}
-        self._by_id, self._by_alias = by_id, by_alias
+        by_alias = {kb.alias: kb for kb in kbs if aliases.count(kb.alias) == 1}
+        # each dict is whole before it is assigned: a reader sees the old kb or the new one, never none
+        self._by_id, self._by_alias = {kb.kb_id: kb for kb in kbs}, by_alias
+
+    def replace(self, kb: KnowledgeBase) -> KnowledgeBase | None:
+        """Serve ``kb`` in place of the one with its kb_id (requests already holding the old one finish
+        with it); returns the old one."""
+        old = self._by_id.get(kb.kb_id)
+        self._set([kb if k.kb_id == kb.kb_id else k for k in self.all_now()] + ([] if old else [kb]))
+        return old
 
     def refresh(self) -> None:
         """Swap in the knowledge bases whose index changed, when a check is due (see ReplicaSync)."""
@@ -121,7 +140,7 @@ class KnowledgeBases:
             kbs = self.all_now()
             fresh = [self._refreshed(kb) for kb in kbs]
             if any(new is not old for new, old in zip(fresh, kbs)):
-                self._index(fresh)
+                self._set(fresh)
         finally:
             self._sync.done()
 
@@ -135,31 +154,38 @@ class KnowledgeBases:
 
     @classmethod
     def open(cls, settings: Settings, corpora: list[list[Path]] = (), keys: list[str] = (),
-             progress: bool = False) -> "KnowledgeBases":
+             progress: bool = False, embed_model="auto", private: bool = False,
+             allow_empty: bool = False) -> "KnowledgeBases":
         """Index each corpus in ``corpora`` (incrementally) and open it, plus the indexed corpora
-        named in ``keys``; with neither, every corpus indexed under ``settings.data_dir``."""
+        named in ``keys``; with neither, every corpus indexed for ``settings.tenant``. Chroma is let
+        go once built: serving reads only the local index."""
         from pipeline.index.embeddings import build_embed_model
         from pipeline.index.store import ChunkStore
         from pipeline.workspace import corpus_settings, update_index
 
         if not corpora and not keys:
-            keys = sorted(p.parent.name for p in (settings.data_dir / "corpora").glob("*/manifest.json"))
+            keys = sorted(p.parent.name for p in (settings.tenant_dir / "corpora").glob("*/manifest.json"))
         if settings.chroma_host:
             keys = _pull_served(settings, list(keys), everything=not corpora and not keys)
-        embed_model = build_embed_model(settings)
+        embed_model = build_embed_model(settings) if embed_model == "auto" else embed_model
         stores = []
         for paths in corpora:
             store = ChunkStore.open(corpus_settings(settings, paths), embed_model=embed_model)
             update_index(settings, paths, progress=progress, store=store)
+            store.close_chroma()
             stores.append(store)
         stores += [ChunkStore.open(_existing(settings, key), embed_model=embed_model) for key in keys]
-        if not stores:
-            raise IndexNotBuiltError(f"no index in {settings.data_dir / 'corpora'} to serve: pass --corpus PATH")
-        return cls([KnowledgeBase.open(store) for store in stores], settings.chroma_sync_s if settings.chroma_host else None)
+        if not stores and not allow_empty:
+            raise IndexNotBuiltError(f"no index in {settings.tenant_dir / 'corpora'} to serve: pass --corpus PATH")
+        return cls([KnowledgeBase.open(store) for store in stores], settings.tenant, private,
+                   settings.chroma_sync_s if settings.chroma_host else None)
 
     def get(self, kb_id: str) -> KnowledgeBase:
         self.refresh()
         kb = self._by_id.get(kb_id) or self._by_alias.get(kb_id)
+        if kb is None and self.private:
+            raise ForbiddenKnowledgeBase(f"kb_id {kb_id!r} is not one of your knowledge bases"
+                                         + (f"; yours: {', '.join(sorted(self._by_id))}" if self._by_id else ""))
         if kb is None:
             known = sorted([*self._by_id, *self._by_alias])
             hint = difflib.get_close_matches(kb_id, known, n=3)
@@ -174,6 +200,9 @@ class KnowledgeBases:
             return self.get(kb_id)
         if len(self._by_id) == 1:
             return next(iter(self._by_id.values()))
+        if not self._by_id:
+            raise IndexNotBuiltError(f"tenant {self.tenant!r} has no index yet: run `specrag index PATH... "
+                                     f"--tenant {self.tenant}`")
         raise AmbiguousKnowledgeBase(f"several knowledge bases are served ({', '.join(sorted(self._by_id))}): "
                                      "pass kb_id")
 
@@ -212,13 +241,13 @@ def _pull_served(settings: Settings, keys: list[str], everything: bool) -> list[
     for key in keys:
         named = [key] if key in served else [k for k in served if k.rsplit("-", 1)[0] == key]
         if len(named) == 1:
-            sync_corpus(settings.model_copy(update={"data_dir": settings.data_dir / "corpora" / named[0]}))
+            sync_corpus(settings.model_copy(update={"data_dir": settings.tenant_dir / "corpora" / named[0]}))
     return keys
 
 
 def _existing(settings: Settings, key: str) -> Settings:
     """The indexed corpus named ``key``: its folder name, or its alias when only one folder has it."""
-    corpora = settings.data_dir / "corpora"
+    corpora = settings.tenant_dir / "corpora"
     indexed = sorted(p.parent.name for p in corpora.glob("*/manifest.json"))
     named = [key] if key in indexed else [k for k in indexed if k.rsplit("-", 1)[0] == key]
     if len(named) != 1:

@@ -4,7 +4,8 @@
 cycling through the labeled queries (each client starts at its own offset). Without a URL the
 service is started here, as ``specrag serve`` in a child process on 127.0.0.1, and stopped after.
 Reports latency percentiles, errors and throughput, plus the machine's load average before and
-after (the machine is shared: the numbers mean little without it).
+after (the machine is shared: the numbers mean little without it). With ``hot``, one spec is
+changed and re-indexed in the middle of the run (``hot_reindex.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Iterator
 from pydantic import BaseModel, Field
 
 from pipeline.errors import SpecragError
+from pipeline.serve.hot_reindex import HotReindex, ReindexReport, probe, reindex
 
 READY_TIMEOUT_S = 300
 
@@ -39,6 +41,7 @@ class LoadSpec(BaseModel):
     warmup_s: float = Field(5.0, ge=0, description="load before timing starts (connections, caches, page cache)")
     mode: str = "vector"
     top_k: int = 10
+    hot: HotReindex | None = Field(None, description="re-index a changed spec during the run")
 
 
 class LoadReport(BaseModel):
@@ -60,6 +63,7 @@ class LoadReport(BaseModel):
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
     cpus: int
+    reindex: ReindexReport | None = None
 
 
 def free_port() -> int:
@@ -110,8 +114,11 @@ async def run_load(spec: LoadSpec) -> LoadReport:
         search_mode = next((k["search_mode"] for k in kbs if spec.kb_id in (k["kb_id"], k["alias"])), "unknown")
         start = time.perf_counter()
         timed_from, stop_at = start + spec.warmup_s, start + spec.warmup_s + spec.duration_s
+        hot = ReindexReport(spec=spec.hot.spec.name, operation="", started_s=0.0) if spec.hot else None
+        extra = [reindex(spec.hot, hot, timed_from), probe(http, spec.kb_id, spec.hot, hot, timed_from, stop_at)] \
+            if spec.hot else []
         await asyncio.gather(*(_client(http, spec, c * max(1, len(spec.queries) // spec.clients), stop_at,
-                                       timed_from, out) for c in range(spec.clients)))
+                                       timed_from, out) for c in range(spec.clients)), *extra)
     latencies = out["latencies"]
     return LoadReport(requests=len(latencies), errors=len(out["errors"]), error_samples=out["errors"][:5],
                       degraded=len(out["degraded"]), index_search_mode=search_mode,
@@ -120,7 +127,7 @@ async def run_load(spec: LoadSpec) -> LoadReport:
                       max_ms=round(max(latencies, default=0.0), 2),
                       mean_results=round(sum(out["results"]) / max(1, len(out["results"])), 2), clients=spec.clients,
                       duration_s=spec.duration_s, mode=spec.mode, distinct_queries=len(set(spec.queries)),
-                      load_before=load_before, load_after=os.getloadavg(), cpus=os.cpu_count() or 0)
+                      load_before=load_before, load_after=os.getloadavg(), cpus=os.cpu_count() or 0, reindex=hot)
 
 
 @contextmanager
@@ -173,4 +180,12 @@ def format_report(report: LoadReport) -> str:
         f"machine: {report.cpus} cpus, load average before {report.load_before[0]:.2f}, "
         f"after {report.load_after[0]:.2f}",
         *(f"  error: {e}" for e in report.error_samples),
+        *([_format_reindex(report.reindex)] if report.reindex else []),
     ])
+
+
+def _format_reindex(r: ReindexReport) -> str:
+    return (f"hot re-index of {r.spec} ({r.operation}): changed at {r.started_s} s, `specrag index` done at "
+            f"{r.indexed_s} s (exit {r.index_exit}), new version first seen at {r.first_seen_s} s "
+            f"({r.seen_after_index_s} s after the index), {r.stale_after_seen} stale answers after that, "
+            f"{r.probes} probes, {r.probe_errors} probe errors")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Awaitable, Callable
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field, create_model
 
 from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
@@ -18,6 +18,7 @@ from pipeline.tokens import count_tokens
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
 ImpactAnalysis = Callable[[KnowledgeBase, str, str], Awaitable[BaseModel]]
 Tracked = Callable[..., Awaitable[BaseModel]]
+KbsOf = Callable[[Context | None], KnowledgeBases]  # the caller's knowledge bases
 
 
 def budgeted(name: str, field: str, model: type[BaseModel]) -> type[Budgeted]:
@@ -25,13 +26,14 @@ def budgeted(name: str, field: str, model: type[BaseModel]) -> type[Budgeted]:
     return create_model(name, __base__=Budgeted, **{field: (model, ...)})
 
 
-def add_plan_tool(server: MCPServer, kbs: KnowledgeBases, tracked: Tracked, planner: Planner,
+def add_plan_tool(server: MCPServer, kbs_of: KbsOf, tracked: Tracked, planner: Planner,
                   plan_model: type[BaseModel]) -> None:
     result_model = budgeted("PlanResult", "plan", plan_model)
 
-    async def plan(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None):
+    async def plan(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
+                   ctx: Context = None):
         async def work(outcome: Outcome) -> Budgeted:
-            found = await planner(kbs.default(kb_id), query)
+            found = await planner(kbs_of(ctx).default(kb_id), query)
             tokens = count_tokens(found.model_dump_json())
             outcome.add_counts(len(getattr(found, "steps", None) or []), tokens)
             return result_model(plan=found, tokens=tokens)
@@ -42,14 +44,14 @@ def add_plan_tool(server: MCPServer, kbs: KnowledgeBases, tracked: Tracked, plan
                     "needs from the calls before it (ids, lookups).")
 
 
-def add_impact_tool(server: MCPServer, kbs: KnowledgeBases, tracked: Tracked, impact: ImpactAnalysis,
+def add_impact_tool(server: MCPServer, kbs_of: KbsOf, tracked: Tracked, impact: ImpactAnalysis,
                     impact_model: type[BaseModel]) -> None:
     result_model = budgeted("ImpactResult", "impact", impact_model)
 
     async def impact_tool(api: str, schema: Annotated[str, Field(description="a schema (component) name, e.g. User")],
-                          kb_id: KbId = None):
+                          kb_id: KbId = None, ctx: Context = None):
         async def work(outcome: Outcome) -> Budgeted:
-            found = await impact(kbs.with_api(api, kb_id), api, schema)
+            found = await impact(kbs_of(ctx).with_api(api, kb_id), api, schema)
             tokens = count_tokens(found.model_dump_json())
             outcome.add_counts(1, tokens)
             return result_model(impact=found, tokens=tokens)

@@ -4,6 +4,11 @@ Tools: search_apis -> search_operations -> get_operation / get_schema, and get_c
 budgeted $ref closure of the best operations in one call). Resources:
 ``specrag://{api}/operations/{operation_id}`` and ``specrag://{api}/schemas/{name}``. Each tool
 call gets a request id, one JSON event line and the same Prometheus metrics as the HTTP service.
+
+Over stdio the server runs as the local tenant. Over streamable HTTP with API keys configured,
+``mcp_http.ApiKeyGate`` answers 401 before MCP sees a request without a known key, and puts the
+key's tenant's knowledge bases in the request's ASGI state, where every tool and resource reads
+them (``kbs_of``): a tool never reaches another tenant's index.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import asyncio
 import uuid
 from typing import Annotated, Awaitable, Callable, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
@@ -27,6 +32,7 @@ from pipeline.serve.lookup import OperationDetail, SpecElement
 from pipeline.serve.mcp_models import (ApiSearchResult, KbId, ContextChunkView, ContextResult, OperationHit,
                                        OperationSearchResult)
 from pipeline.serve.telemetry import Outcome, Telemetry
+from pipeline.serve.tenancy import Tenants
 from pipeline.serve.tracing import install_instrumentation
 from pipeline.tokens import count_tokens
 
@@ -38,13 +44,24 @@ INSTRUCTIONS = ("specrag answers 'how do I do X with these APIs?' over indexed O
 MaxTokens = Annotated[int | None, Field(ge=1, le=1_000_000, description="cut the text to this many tokens")]
 
 
-def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None,
+STATE_KEY = "specrag_kbs"  # where ApiKeyGate leaves the caller's knowledge bases in the ASGI scope's state
+
+
+def kbs_of(tenants: Tenants, ctx: Context | None) -> KnowledgeBases:
+    """The caller's knowledge bases: from the HTTP request's state (set by ApiKeyGate), else the
+    local tenant's (stdio; Unauthorized when keys are configured: fail closed)."""
+    request = ctx.request_context.request if ctx is not None and ctx.request_context is not None else None
+    found = getattr(request, "scope", {}).get("state", {}).get(STATE_KEY) if request is not None else None
+    return found if found is not None else tenants.caller(None)
+
+
+def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | None = None,
                       planner: tuple[Planner, type[BaseModel]] | None = None,
                       impact: tuple[ImpactAnalysis, type[BaseModel]] | None = None) -> MCPServer:
     """``planner`` / ``impact``: (function, result model) pairs that add the ``plan`` / ``impact`` tools."""
     install_instrumentation()
     telemetry = telemetry or Telemetry()
-    basic = BasicRetrieval(kbs)
+    tenants = served if isinstance(served, Tenants) else Tenants.local(served)
     server = MCPServer("specrag", instructions=INSTRUCTIONS)
 
     async def tracked(tool: str, work: Callable[[Outcome], Awaitable[T]], mode: str = "none") -> T:
@@ -59,10 +76,10 @@ def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None,
 
     @server.tool()
     async def search_apis(query: Annotated[str, Field(min_length=1, max_length=20_000)],
-                          kb_id: KbId = None) -> ApiSearchResult:
+                          kb_id: KbId = None, ctx: Context = None) -> ApiSearchResult:
         """The APIs most likely to answer a question (stage 1 of the pipeline: LLM or keyword ranking)."""
         async def work(outcome: Outcome) -> ApiSearchResult:
-            kb = kbs.default(kb_id)
+            kb = kbs_of(tenants, ctx).default(kb_id)
             selection = await kb.engine.selector.aselect(query)
             hits = [lookup.api_summary(kb, e) for a in selection.selected_apis if (e := kb.catalog.get(a))]
             result = ApiSearchResult(query=query, kb_id=kb.kb_id, apis=hits, reasoning=selection.reasoning)
@@ -75,15 +92,16 @@ def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None,
     async def search_operations(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
                                 apis: Annotated[list[str] | None, Field(description="only these API ids")] = None,
                                 top_k: Annotated[int, Field(ge=1, le=100)] = 10,
-                                mode: SearchMode = SearchMode.HYBRID) -> OperationSearchResult:
+                                mode: SearchMode = SearchMode.HYBRID, ctx: Context = None) -> OperationSearchResult:
         """Operations (method, path, summary) ranked for a query, without their text: cheap to read;
         then get_operation or get_context for the details."""
         async def work(outcome: Outcome) -> OperationSearchResult:
+            kbs = kbs_of(tenants, ctx)
             kb = kbs.default(kb_id)
             filters = {"type": ["endpoint"]} | ({"api": apis} if apis else {})
             request = BasicRetrievalRequest(kb_id=kb.kb_id, query=query, top_k=top_k, mode=mode, filters=filters,
                                             similarity_threshold=0.0)
-            response = await basic.arun(request, request_id=request_id_var.get())
+            response = await BasicRetrieval(kbs).arun(request, request_id=request_id_var.get())
             hits = [OperationHit(chunk_id=i.chunk_id, api=i.document_id, method=i.metadata["method"],
                                  path=i.metadata["path"], operation_id=i.metadata["operation_id"],
                                  summary=i.metadata["summary"], score=i.score) for i in response.results]
@@ -95,22 +113,22 @@ def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None,
 
     @server.tool()
     async def get_context(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
-                          apis: Annotated[list[str] | None, Field(description="search only these API ids")] = None
-                          ) -> ContextResult:
+                          apis: Annotated[list[str] | None, Field(description="search only these API ids")] = None,
+                          ctx: Context = None) -> ContextResult:
         """Everything needed to call the API for a question: the best operations and every schema,
         parameter, error response and security scheme they reference ($ref closure), within the
         server's token budget; references left out are listed in refs_cut with the reason."""
         async def work(outcome: Outcome) -> ContextResult:
-            kb = kbs.default(kb_id)
-            ctx = await kb.engine.aretrieve_context(query, apis=apis)
-            stats = ctx.retrieval_stats
+            kb = kbs_of(tenants, ctx).default(kb_id)
+            found = await kb.engine.aretrieve_context(query, apis=apis)
+            stats = found.retrieval_stats
             reason = "timeout" if stats.truncated else (stats.limits_hit[0] if stats.refs_cut else None)
             result = ContextResult(
-                query=ctx.query, kb_id=kb.kb_id, selected_apis=stats.selected_apis, tokens=ctx.total_tokens,
+                query=found.query, kb_id=kb.kb_id, selected_apis=stats.selected_apis, tokens=found.total_tokens,
                 truncated=stats.truncated or bool(stats.refs_cut), truncated_reason=reason,
                 chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get("source_file", "")), depth=c.depth,
                                          referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text)
-                        for c in ctx.chunks],
+                        for c in found.chunks],
                 refs_cut=stats.refs_cut, refs_missing=stats.refs_missing)
             outcome.add_counts(len(result.chunks), result.tokens, result.truncated, reason, steps=4)
             return result
@@ -118,38 +136,41 @@ def create_mcp_server(kbs: KnowledgeBases, telemetry: Telemetry | None = None,
 
     @server.tool()
     async def get_operation(api: str, operation: Annotated[str, Field(description="operationId or 'METHOD /path'")],
-                            kb_id: KbId = None, max_tokens: MaxTokens = None) -> OperationDetail:
+                            kb_id: KbId = None, max_tokens: MaxTokens = None, ctx: Context = None) -> OperationDetail:
         """One operation's full definition (parameters, request body, responses) and its error responses;
         ref_ids lists the schemas it references (get_schema reads them)."""
         async def work(outcome: Outcome) -> OperationDetail:
-            detail = await asyncio.to_thread(lookup.get_operation, kbs.with_api(api, kb_id), api, operation, max_tokens)
+            kb = kbs_of(tenants, ctx).with_api(api, kb_id)
+            detail = await asyncio.to_thread(lookup.get_operation, kb, api, operation, max_tokens)
             outcome.add_counts(1, detail.tokens, detail.truncated, "max_tokens")
             return detail
         return await tracked("get_operation", work)
 
     @server.tool()
-    async def get_schema(api: str, name: str, kb_id: KbId = None, max_tokens: MaxTokens = None) -> SpecElement:
+    async def get_schema(api: str, name: str, kb_id: KbId = None, max_tokens: MaxTokens = None,
+                         ctx: Context = None) -> SpecElement:
         """One schema (component) by name; ref_ids lists the schemas it references."""
         async def work(outcome: Outcome) -> SpecElement:
-            element = await asyncio.to_thread(lookup.get_schema, kbs.with_api(api, kb_id), api, name, max_tokens)
+            kb = kbs_of(tenants, ctx).with_api(api, kb_id)
+            element = await asyncio.to_thread(lookup.get_schema, kb, api, name, max_tokens)
             outcome.add_counts(1, element.tokens, element.truncated, "max_tokens")
             return element
         return await tracked("get_schema", work)
 
     @server.resource("specrag://{api}/operations/{operation_id}", mime_type="application/yaml")
-    async def operation_resource(api: str, operation_id: str) -> str:
+    async def operation_resource(api: str, operation_id: str, ctx: Context) -> str:
         """An operation's definition, by operationId."""
-        return (await _resource(lambda: lookup.get_operation(kbs.with_api(api), api, operation_id))).text
+        return (await _resource(lambda: lookup.get_operation(kbs_of(tenants, ctx).with_api(api), api, operation_id))).text
 
     @server.resource("specrag://{api}/schemas/{name}", mime_type="application/yaml")
-    async def schema_resource(api: str, name: str) -> str:
+    async def schema_resource(api: str, name: str, ctx: Context) -> str:
         """A schema's definition, by name."""
-        return (await _resource(lambda: lookup.get_schema(kbs.with_api(api), api, name))).text
+        return (await _resource(lambda: lookup.get_schema(kbs_of(tenants, ctx).with_api(api), api, name))).text
 
     if planner is not None:
-        add_plan_tool(server, kbs, tracked, *planner)
+        add_plan_tool(server, lambda ctx: kbs_of(tenants, ctx), tracked, *planner)
     if impact is not None:
-        add_impact_tool(server, kbs, tracked, *impact)
+        add_impact_tool(server, lambda ctx: kbs_of(tenants, ctx), tracked, *impact)
     return server
 
 

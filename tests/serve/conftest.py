@@ -32,3 +32,17 @@ async def client(app):
 @pytest.fixture(scope="session")
 def kb_id(demo_kbs):
     return demo_kbs.all()[0].kb_id
+
+
+@pytest.fixture(scope="session")
+def tenant_world(tmp_path_factory, make_demo_settings):
+    """(tenants with keys, kb_id both tenants hold, kb_id only beta holds): see tenants.py."""
+    from pipeline.serve.keys import ApiKeys
+    from pipeline.serve.tenancy import Tenants
+
+    from .tenants import build_two_tenants
+
+    settings, _, shared_kb, beta_only_kb = build_two_tenants(tmp_path_factory.mktemp("tenants"), make_demo_settings)
+    tenants = Tenants.open(settings, ApiKeys.from_settings(settings))
+    yield tenants, shared_kb, beta_only_kb
+    tenants.close()

@@ -17,12 +17,13 @@ LOCAL_MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx"
 
 
 @contextmanager
-def running_uvicorn(app, timeout_s: float = 20.0):
-    """Yields the base URL; the server is stopped (and its thread joined) on exit."""
+def running_uvicorn(app, timeout_s: float = 20.0, access_log: bool = False):
+    """Yields the base URL; the server is stopped (and its thread joined) on exit: as on SIGTERM,
+    requests in flight finish first."""
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=access_log,
                                            lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

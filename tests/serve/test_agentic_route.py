@@ -15,15 +15,15 @@ URL = "/api/v1/retrieve/agentic"
 class TwoSteps:
     """Retrieves the question, then its second half, over every knowledge base; merges the results."""
 
-    def __init__(self, basic, kbs):
-        self.basic, self.kbs = basic, kbs
+    async def arun(self, request: AgenticRetrievalRequest, kbs) -> RetrievalResponse:
+        from pipeline.serve.basic import BasicRetrieval
 
-    async def arun(self, request: AgenticRetrievalRequest) -> RetrievalResponse:
-        kb_ids = request.kb_ids or [kb.kb_id for kb in self.kbs.all()]
+        basic = BasicRetrieval(kbs)
+        kb_ids = request.kb_ids or [kb.kb_id for kb in kbs.all()]
         halves = [request.query, request.query.split(" and ")[-1]]
         steps, results = [], {}
         for number, sub_query in enumerate(halves[: request.max_steps], start=1):
-            response = await self.basic.arun(BasicRetrievalRequest(kb_id=kb_ids[0], query=sub_query, mode=request.mode,
+            response = await basic.arun(BasicRetrievalRequest(kb_id=kb_ids[0], query=sub_query, mode=request.mode,
                                                                    top_k=request.top_k_per_step, similarity_threshold=0))
             results |= {r.chunk_id: r for r in response.results}
             steps.append(RetrievalStep(step_number=number, action="retrieve", sub_query=sub_query,
@@ -37,10 +37,9 @@ class TwoSteps:
 @pytest.fixture
 async def agentic_client(demo_kbs):
     from pipeline.serve.app import create_app
-    from pipeline.serve.basic import BasicRetrieval
     from pipeline.serve.routes.agentic import agentic_router
 
-    app = create_app(demo_kbs, extra_routers=[agentic_router(TwoSteps(BasicRetrieval(demo_kbs), demo_kbs))])
+    app = create_app(demo_kbs, extra_routers=[agentic_router(TwoSteps())])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://specrag") as client:
         yield client
 

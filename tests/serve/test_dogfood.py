@@ -20,7 +20,7 @@ def own_engine(tmp_path_factory, demo_index, demo_kbs):
     from pipeline.workspace import update_index
 
     tmp = tmp_path_factory.mktemp("dogfood")
-    spec = write_service_openapi(tmp / "specs" / "specrag.json", routers(demo_kbs))
+    spec = write_service_openapi(tmp / "specs" / "specrag.json", routers())
     settings = demo_index[0].model_copy(update={"data_dir": tmp / "data"})  # the demo's model settings
     local, run = update_index(settings, [spec.parent], progress=False)
     assert run.ingest.specs_read == 1 and not run.ingest.specs_skipped

@@ -20,7 +20,7 @@ EMAIL = "Change the email address of a user"
 async def wired(demo_kbs):
     from pipeline.serve.app import create_app
 
-    app = create_app(demo_kbs, extra_routers=routers(demo_kbs))
+    app = create_app(demo_kbs, extra_routers=routers())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://specrag") as client:
         yield client
 

@@ -51,7 +51,7 @@ async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id,
     saved = root.handlers[:], root.level
     quiet_levels = {name: logging.getLogger(name).level for name in QUIET}  # the server's config, undone below
     configure_json_logging(logging.INFO, stream)
-    for kb in client._transport.app.state.kbs.all():  # the engine logs its stats from a worker thread
+    for kb in client._transport.app.state.tenants.knowledge_bases():  # the engine logs its stats from a worker thread
         monkeypatch.setattr(kb.engine.settings, "log_retrieval_stats", True)
     try:
         ids = [f"req-{i:04d}-test" for i in range(4)]

@@ -15,11 +15,10 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, respons
                                                status_code_conformance)
 
 from pipeline.serve.graph_wiring import routers
-from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.openapi import service_openapi
 
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
-DOCUMENT = service_openapi(routers(KnowledgeBases([])))
+DOCUMENT = service_openapi(routers())
 schema = schemathesis.openapi.from_dict(DOCUMENT)
 
 
@@ -27,7 +26,7 @@ schema = schemathesis.openapi.from_dict(DOCUMENT)
 def served_app(demo_kbs):
     from pipeline.serve.app import create_app
 
-    app = create_app(demo_kbs, extra_routers=routers(demo_kbs))
+    app = create_app(demo_kbs, extra_routers=routers())
     assert app.openapi() == DOCUMENT  # the document under test is the one the app serves
     assert {"/api/v1/plan", "/api/v1/retrieve/agentic"} <= set(DOCUMENT["paths"])
     return app

@@ -7,7 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.api_models import KB_ID
 from pipeline.context import KnowledgeContext
-from pipeline.serve.routes.common import ERRORS, state
+from pipeline.serve.kbs import KnowledgeBases
+from pipeline.serve.routes.common import ERRORS, Caller, state
 
 router = APIRouter(tags=["context"])
 
@@ -21,12 +22,12 @@ class ContextRequest(BaseModel):
 
 
 @router.post("/api/v1/context", response_model=KnowledgeContext, responses=ERRORS)
-async def context(body: ContextRequest, request: Request) -> KnowledgeContext:
+async def context(body: ContextRequest, request: Request, kbs: KnowledgeBases = Caller) -> KnowledgeContext:
     """The endpoint that answers the question plus every schema, parameter, error response and security
     scheme it references, within the token budget; cut references are named in retrieval_stats.refs_cut."""
     app = state(request)
     async with app.telemetry.track("context", mode="context", kb_id=body.kb_id) as outcome:
-        kb = app.kbs.default(body.kb_id)
+        kb = kbs.default(body.kb_id)
         ctx = await kb.engine.aretrieve_context(body.query, apis=body.apis)
         stats = ctx.retrieval_stats
         outcome.add_counts(len(ctx.chunks), ctx.total_tokens, truncated=stats.truncated or bool(stats.refs_cut),

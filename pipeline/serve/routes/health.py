@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pipeline.serve.kbs import KnowledgeBaseInfo
 from pipeline.serve.routes.common import state
@@ -18,7 +18,9 @@ class Health(BaseModel):
 
 class Readiness(BaseModel):
     status: str
-    kbs: list[KnowledgeBaseInfo]
+    kbs: list[KnowledgeBaseInfo] = Field(description="the knowledge bases; [] when API keys are configured "
+                                                     "(this endpoint needs no key: it names no tenant's corpus)")
+    knowledge_bases: int = Field(0, description="how many knowledge bases are open, all tenants together")
 
 
 @router.get("/healthz", response_model=Health)
@@ -30,8 +32,10 @@ async def healthz() -> Health:
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 async def readyz(request: Request):
     """Ready when every knowledge base is open and has at least one complete API."""
-    infos = [kb.info() for kb in state(request).kbs.all()]
-    ready = Readiness(status="ready" if infos and all(i.apis for i in infos) else "not_ready", kbs=infos)
+    tenants = state(request).tenants
+    infos = [kb.info() for kb in tenants.knowledge_bases()]
+    ready = Readiness(status="ready" if infos and all(i.apis for i in infos) else "not_ready",
+                      kbs=[] if tenants.keyed else infos, knowledge_bases=len(infos))
     return ready if ready.status == "ready" else JSONResponse(ready.model_dump(), status_code=503)
 
 

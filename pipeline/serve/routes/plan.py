@@ -10,8 +10,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.api_models import KB_ID
-from pipeline.serve.kbs import KnowledgeBase
-from pipeline.serve.routes.common import ERRORS, state
+from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
+from pipeline.serve.routes.common import ERRORS, Caller, state
 from pipeline.tokens import count_tokens
 
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
@@ -28,11 +28,11 @@ def plan_router(planner: Planner, plan_model: type[BaseModel]) -> APIRouter:
     router = APIRouter(tags=["plan"])
 
     @router.post("/api/v1/plan", response_model=plan_model, responses=ERRORS)
-    async def plan(body: PlanRequest, request: Request):
+    async def plan(body: PlanRequest, request: Request, kbs: KnowledgeBases = Caller):
         """The calls that answer the question, in order (each with what it needs from the ones before)."""
         app = state(request)
         async with app.telemetry.track("plan", mode="plan", kb_id=body.kb_id) as outcome:
-            result = await planner(app.kbs.default(body.kb_id), body.query)
+            result = await planner(kbs.default(body.kb_id), body.query)
             outcome.add_counts(len(getattr(result, "steps", None) or []), count_tokens(result.model_dump_json()))
         return result
 

@@ -5,18 +5,23 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from pipeline.api_models import BasicRetrievalRequest, RetrievalResponse
+from pipeline.serve.basic import BasicRetrieval
+from pipeline.serve.kbs import KnowledgeBases
 from pipeline.serve.logs import request_id_var
-from pipeline.serve.routes.common import ERRORS, state
+from pipeline.serve.routes.common import ERRORS, Caller, state
+from pipeline.serve.tenancy import check_tenant_id
 
 router = APIRouter(tags=["retrieval"])
 
 
 @router.post("/api/v1/retrieve/basic", response_model=RetrievalResponse, responses=ERRORS)
-async def retrieve_basic(body: BasicRetrievalRequest, request: Request) -> RetrievalResponse:
+async def retrieve_basic(body: BasicRetrievalRequest, request: Request,
+                         kbs: KnowledgeBases = Caller) -> RetrievalResponse:
     """Top-k chunks (operations, schemas, error responses) for a query: keyword, vector or hybrid search,
     with metadata filters and a similarity threshold."""
     app = state(request)
     async with app.telemetry.track("retrieve.basic", mode=body.mode.value, kb_id=body.kb_id) as outcome:
-        response = await app.basic.arun(body, request_id=request_id_var.get())
+        check_tenant_id(kbs, body)
+        response = await BasicRetrieval(kbs).arun(body, request_id=request_id_var.get())
         outcome.add_response(response)
     return response

@@ -1,0 +1,44 @@
+"""The MCP server over streamable HTTP, behind the same API keys as the HTTP service.
+
+``ApiKeyGate`` wraps the SDK's Starlette app: a request without a known key gets 401 before MCP
+reads it; otherwise the key's tenant's knowledge bases go into the ASGI scope's state, where the
+tools read them (``mcp_server.kbs_of``). Nothing here logs a header.
+"""
+
+from __future__ import annotations
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+
+from pipeline.serve.mcp_server import STATE_KEY
+from pipeline.serve.tenancy import Tenants, Unauthorized
+
+
+def presented_key(headers: Headers) -> str | None:
+    """``Authorization: Bearer <key>`` or ``X-API-Key: <key>``."""
+    scheme, _, credentials = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return headers.get("x-api-key") or None
+
+
+class ApiKeyGate:
+    def __init__(self, app, tenants: Tenants):
+        self.app = app
+        self.tenants = tenants
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        try:
+            kbs = self.tenants.caller(presented_key(Headers(scope=scope)))
+        except Unauthorized as exc:
+            response = JSONResponse({"detail": str(exc)}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            return await response(scope, receive, send)
+        scope.setdefault("state", {})[STATE_KEY] = kbs
+        return await self.app(scope, receive, send)
+
+
+def streamable_http_app(server, tenants: Tenants, host: str):
+    """The SDK's streamable HTTP app (``/mcp``) behind the key check."""
+    return ApiKeyGate(server.streamable_http_app(host=host), tenants)

@@ -88,15 +88,22 @@ class KnowledgeBase:
         return {c.operation_id: c.id for c in self.store.get_chunks(ids).values() if c.operation_id}
 
     def refreshed(self) -> "KnowledgeBase | None":
-        """This corpus reopened on its newer generation (pulled from the Chroma server, or built
-        by another process in the same data dir), or None when it is current."""
-        from pipeline.index.manifest import load_manifest
+        """This corpus reopened on its newer generation (pulled from the Chroma server first, when
+        there is one), or None when it is current."""
         from pipeline.index.replica import sync_corpus
+
+        if self.settings.chroma_host is not None:
+            sync_corpus(self.settings)
+        return self.reopened_if_newer()
+
+    def reopened_if_newer(self) -> "KnowledgeBase | None":
+        """This corpus reopened on the generation its manifest names now (written by any process:
+        a build in this data dir, a replica's pull), or None when that is the one served."""
+        from pipeline.index.manifest import load_manifest
         from pipeline.index.store import ChunkStore
 
-        pulled = self.settings.chroma_host is not None and sync_corpus(self.settings)
         on_disk, serving = load_manifest(self.settings.data_dir), self.store.manifest
-        if not pulled and (on_disk is None or serving is not None and on_disk.generation == serving.generation):
+        if on_disk is None or (serving is not None and on_disk.local_dir == serving.local_dir):
             return None
         return KnowledgeBase.open(ChunkStore.open(self.settings, embed_model=self.store.embed_model))
 

@@ -25,7 +25,7 @@ from typing import Iterator
 
 from pipeline.errors import IndexBusyError, SpecragError
 from pipeline.index.lock import IndexLock
-from pipeline.index.manifest import load_manifest, manifest_path
+from pipeline.index.manifest import manifest_path
 from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
 from pipeline.serve.tenancy import Tenants
 
@@ -80,13 +80,10 @@ class IndexWatcher:
             return False
         try:
             with _unless_building(data_dir):
-                manifest = load_manifest(data_dir)
-                if (manifest.local_dir if manifest else None) == served_generation(kb):
-                    self._seen[kb] = stamp
-                    return False
-                from pipeline.index.store import ChunkStore
-
-                fresh = KnowledgeBase.open(ChunkStore.open(kb.settings, embed_model=kb.store.embed_model))
+                fresh = kb.reopened_if_newer()
+            if fresh is None:
+                self._seen[kb] = stamp
+                return False
         except IndexBusyError:
             return False  # a build is running: look again once it is done
         except SpecragError as exc:  # a damaged or empty new index: keep serving the old one, say so once

@@ -39,6 +39,7 @@ def test_offline_stats_name_the_fallbacks_and_every_stage_time(demo_engine):
     assert stats.ranking[: len(stats.ranking)] and stats.ranking[0] == f"{PETS}:paths/~1pets/get"
 
 
+@pytest.mark.needs_embeddings
 def test_oracle_apis_restrict_every_result_no_filter_leak(demo_engine):
     ctx = demo_engine.retrieve_context("How do I create a user?", apis=[PETS])
     assert ctx.primary_chunks, "pets has endpoints, so something comes back"

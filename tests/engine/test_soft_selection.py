@@ -4,6 +4,8 @@ filter) loses it."""
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.engine import ApiQueryEngine
 from pipeline.stages.hybrid_retriever import HybridRetriever
 from pipeline.stages.results import ApiSelection
@@ -29,6 +31,7 @@ def engine_with(demo_engine, fleet_weight: float) -> ApiQueryEngine:
                           known_apis=demo_engine.known_apis)
 
 
+@pytest.mark.needs_embeddings
 def test_a_missed_api_gold_endpoint_is_still_found(demo_engine):
     ctx = engine_with(demo_engine, fleet_weight=0.5).retrieve_context("How do I create a user?")
     assert ctx.retrieval_stats.selected_apis == ["petstore_v2"]
@@ -38,12 +41,14 @@ def test_a_missed_api_gold_endpoint_is_still_found(demo_engine):
     assert ctx.primary_chunks[0].metadata["api"] == "petstore_v2"
 
 
+@pytest.mark.needs_embeddings
 def test_fleet_weight_zero_is_the_hard_filter_and_loses_it(demo_engine):
     ctx = engine_with(demo_engine, fleet_weight=0.0).retrieve_context("How do I create a user?")
     assert CREATE_USER not in ctx.retrieval_stats.ranking
     assert {c.metadata["api"] for c in ctx.primary_chunks} == {"petstore_v2"}
 
 
+@pytest.mark.needs_embeddings
 def test_apis_named_by_the_caller_stay_a_hard_filter(demo_engine):
     ctx = demo_engine.retrieve_context("How do I create a user?", apis=["petstore_v2"])
     assert {c.metadata["api"] for c in ctx.primary_chunks} == {"petstore_v2"}

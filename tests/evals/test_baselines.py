@@ -3,6 +3,8 @@ hybrid baseline (its vectors cached once), the chunk baseline and the oracle BM2
 
 from __future__ import annotations
 
+import pytest
+
 from evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline, operation_document
 from evals.querysets import EvalQuery
 from evals.runner import baseline_scores
@@ -10,6 +12,7 @@ from evals.runner import baseline_scores
 CREATE_USER = "users_api:paths/~1users/post"
 
 
+@pytest.mark.needs_embeddings
 def test_flat_baseline_ranks_operations_fleet_wide_and_caches_its_vectors(demo_index, tmp_path):
     _, store = demo_index
     flat = FlatBaseline.build(store, tmp_path)

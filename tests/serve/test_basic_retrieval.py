@@ -10,6 +10,7 @@ pytestmark = pytest.mark.anyio
 URL = "/api/v1/retrieve/basic"
 
 
+@pytest.mark.needs_embeddings
 async def test_defaults_vector_mode_answers_with_the_service_shape(client, kb_id):
     r = await client.post(URL, json={"kb_id": kb_id, "query": "create a new user account", "similarity_threshold": 0})
     assert r.status_code == 200
@@ -26,6 +27,7 @@ async def test_defaults_vector_mode_answers_with_the_service_shape(client, kb_id
     assert [s["score"] for s in body["results"]] == sorted((s["score"] for s in body["results"]), reverse=True)
 
 
+@pytest.mark.needs_embeddings
 async def test_vector_scores_are_rescaled_cosines_and_the_threshold_cuts_on_them(client, kb_id, demo_index):
     _, store = demo_index
     query = "postal address of a user"

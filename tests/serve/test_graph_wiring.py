@@ -29,6 +29,7 @@ def _before(order: list[str], first: str, then: str) -> bool:
     return first in order and then in order and order.index(first) < order.index(then)
 
 
+@pytest.mark.needs_embeddings
 async def test_the_plan_route_orders_the_lookup_before_the_update(wired):
     r = await wired.post("/api/v1/plan", json={"query": EMAIL})
     assert r.status_code == 200, r.text
@@ -61,6 +62,7 @@ async def test_the_agentic_route_runs_over_one_named_knowledge_base(wired, kb_id
     assert two.status_code == 422 and "one kb_id" in two.json()["detail"]
 
 
+@pytest.mark.needs_embeddings
 async def test_the_mcp_plan_and_impact_tools(demo_kbs):
     from pipeline.serve.mcp_server import create_mcp_server
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Callable
 
 import numpy as np
@@ -44,7 +45,7 @@ def api_document(entry_text: str, index: ApiIndex | None) -> str:
 class KeywordApiSelector:
     """Offline stage 1; also the LLM selector's shortlister and fallback."""
 
-    def __init__(self, catalog: Catalog, indexes: dict[str, ApiIndex], evidence: BaseRetriever | None = None,
+    def __init__(self, catalog: Catalog, indexes: Mapping[str, ApiIndex], evidence: BaseRetriever | None = None,
                  max_apis: int = 3, drop_off: float = 0.5, evidence_depth: int = 50,
                  api_vectors: np.ndarray | None = None, embed_query: EmbedQuery | None = None,
                  weights: tuple[float, float, float] = (0.0, 0.25, 1.0), rrf_k: int = 10):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.catalog.io import (CATALOG_FILE, GRAPH_DIR, INDEX_DIR, STATE_FILE, load_api_index, load_catalog,
-                                 write_catalogs)
+from pipeline.catalog.io import (CATALOG_FILE, GRAPH_DIR, INDEX_DIR, STATE_FILE, ApiIndexes, load_api_index,
+                                 load_catalog, write_catalogs)
 from pipeline.errors import IndexDamagedError, IndexNotBuiltError
 from pipeline.specs.ingest import ingest_paths
 
@@ -89,6 +89,25 @@ def test_catalog_and_index_content(specs, tmp_path):
     assert [e.path for e in index.endpoints] == ["/apples"]
     assert [(s.name, s.type.value, s.used_by) for s in index.schemas] == [("Item", "response", ["list_apples"])]
     assert load_api_index(out, "nope") is None
+
+
+def test_api_indexes_are_read_on_first_use_and_only_the_recent_ones_kept(specs, tmp_path, monkeypatch):
+    out = tmp_path / "cat"
+    _write(specs, out)
+    reads = []
+    real = load_api_index
+    monkeypatch.setattr("pipeline.catalog.io.load_api_index", lambda d, fid: reads.append(fid) or real(d, fid))
+    indexes = ApiIndexes(out, [e.file_id for e in load_catalog(out).apis], cached=2)
+    assert reads == [] and list(indexes) == ["alpha", "beta", "gamma"] and len(indexes) == 3
+    assert [e.path for e in indexes["beta"].endpoints] == ["/bananas"]
+    assert indexes.get("beta") is indexes["beta"] and reads == ["beta"]  # kept once read
+    indexes.get("alpha"), indexes.get("gamma")  # beta is now the least recently used of three
+    assert indexes.get("beta") is not None and reads == ["beta", "alpha", "gamma", "beta"]
+    assert indexes.get("nope") is None and "nope" not in indexes and reads[-1] == "beta"  # unknown: no file read
+    (out / INDEX_DIR / "gamma.json").unlink()
+    (out / INDEX_DIR / "alpha.json").unlink()
+    assert indexes.get("gamma") is not None  # still kept: read before the file went
+    assert indexes.get("alpha") is None  # dropped from the two kept, then read again: no file now
 
 
 def test_regenerating_after_one_spec_changed_rewrites_only_it(specs, tmp_path):

@@ -1,5 +1,5 @@
 import sys
 
-from pipeline.cli import main
+from pipeline.cli import console
 
-sys.exit(main())
+sys.exit(console())

@@ -11,9 +11,11 @@ import pytest
 
 from evals.querysets import load_query_set
 from pipeline.bench import BenchError, Latency, _serve, add_bench_parser, cmd_bench, format_bench, run_bench
+from pipeline.bench_serve import ServeRequest, serve
+from pipeline.index import embeddings
 from pipeline.settings import Settings
 from pipeline.specs.ingest import ingest_paths
-from pipeline.workspace import corpus_settings
+from pipeline.workspace import corpus_settings, update_index
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = [REPO / "examples" / "specs"]
@@ -139,3 +141,19 @@ def test_no_queries_and_failed_child_are_errors(tmp_path):
         run_bench(Settings(data_dir=tmp_path), DEMO, [])
     with pytest.raises(BenchError, match="serving process failed"):
         _serve(Settings(data_dir=tmp_path / "nothing-built", embed_model="none"), ["find a user"], 1, True)
+
+
+@pytest.mark.needs_embeddings
+def test_every_timed_query_embeds_its_words_as_the_baseline_does(tmp_path, monkeypatch):
+    """The warm-up pass must not leave our side a cached query embedding the baseline has to compute."""
+    if not (MODEL_DIR / "model.onnx").is_file():
+        pytest.skip(f"local ONNX model folder {MODEL_DIR} is absent")
+    local, _ = update_index(Settings(data_dir=tmp_path, embed_model_path=MODEL_DIR, chroma_host=None), DEMO,
+                            progress=False)
+    embedded: list[str] = []
+    real = embeddings.embed_queries
+    monkeypatch.setattr("pipeline.index.store.embed_queries", lambda model, qs: embedded.extend(qs) or real(model, qs))
+    queries = QUERIES[:2]
+    result = serve(ServeRequest(settings=local.model_dump(mode="json"), queries=queries, repeats=2, baseline=False))
+    assert len(result.wall_ms) == 4
+    assert sorted(embedded) == sorted(queries * 3)  # warm-up, then two timed passes: each call embeds once

@@ -69,7 +69,7 @@ def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
     from pipeline.serve.tenancy import Tenants
     from pipeline.serve.tracing import install_instrumentation, otel_tracer
 
-    configure_json_logging(logging.DEBUG if args.verbose else logging.INFO)
+    configure_json_logging(logging.DEBUG if args.verbose else logging.INFO, queued=True)
     install_instrumentation(otel_tracer(settings.otel_exporter))
     settings = settings.model_copy(update={k: v for k, v in (("serve_host", args.host), ("serve_port", args.port))
                                            if v is not None})

@@ -11,7 +11,6 @@ and says so in the step's ``detail`` and ``degraded``.
 from __future__ import annotations
 
 import time
-import uuid
 
 from llama_index.core.schema import NodeWithScore
 
@@ -21,6 +20,7 @@ from pipeline.index.local import cosine_of
 from pipeline.nodes import node_to_chunk
 from pipeline.specs.models import Chunk
 from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
+from pipeline.serve.request_ids import new_request_id
 from pipeline.stages.events import dispatcher
 from pipeline.stages.query import SpecQuery
 
@@ -77,7 +77,7 @@ class BasicRetrieval:
                   f"{request.similarity_threshold}" + (f"; {degraded}" if degraded else ""))
         step = RetrievalStep(step_number=1, action="retrieve", sub_query=request.query,
                              result_ids=[i.chunk_id for i in items], tokens=tokens, latency_ms=latency, detail=detail)
-        return RetrievalResponse(request_id=request_id or uuid.uuid4().hex, results=items, steps=[step],
+        return RetrievalResponse(request_id=request_id or new_request_id(), results=items, steps=[step],
                                  total_tokens_used=tokens, total_latency_ms=latency, degraded=degraded or None)
 
     @dispatcher.span

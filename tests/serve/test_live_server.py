@@ -46,6 +46,20 @@ class TestRealUvicorn:
         assert metrics.status_code == 200 and metrics.headers["content-type"].startswith("text/plain")
         assert 'specrag_http_requests_total{method="POST",route="/api/v1/retrieve/basic",status="422"}' in metrics.text
 
+    def test_the_load_generator_times_real_requests_and_counts_failures(self, base_url, kb_id):
+        import asyncio
+
+        from pipeline.serve.loadtest import LoadSpec, run_load
+
+        spec = LoadSpec(url=base_url, kb_id=kb_id, queries=["list pets", "create a user"], clients=2, duration_s=1.0,
+                        warmup_s=0.2, mode="hybrid", top_k=3)
+        report = asyncio.run(run_load(spec))
+        assert report.requests > 0 and report.errors == 0 and 0 < report.mean_results <= 3
+        assert 0 < report.p50_ms <= report.p95_ms <= report.max_ms and report.client_cpu_s > 0
+        failing = asyncio.run(run_load(spec.model_copy(update={"kb_id": "nope", "duration_s": 0.5})))
+        assert failing.requests > 0 and failing.errors == failing.requests
+        assert failing.error_samples[0].startswith("HTTP 404")
+
 
 def test_specrag_serve_binds_to_loopback_and_answers(tmp_path):
     port = free_port()

@@ -91,6 +91,6 @@ class BasicRetrieval:
     async def arun(self, request: BasicRetrievalRequest, request_id: str | None = None) -> RetrievalResponse:
         """The whole request (plan, retrieval, response) runs in one worker thread, off the event loop:
         one hop instead of the retriever's async path (its events and callbacks on the loop, then a
-        thread), and the response is built off the loop. Under 20 concurrent clients: 8.5 vs 11.7 ms
+        thread), and the response is built off the loop. Under 20 concurrent clients: 8.3 vs 11.7 ms
         of service CPU per request, 97 vs 70 requests/s (``specrag bench-serve``)."""
         return await asyncio.to_thread(self.run, request, request_id)

@@ -175,6 +175,9 @@ class Settings(BaseSettings):
     serve_threads: int = Field(32, ge=1, le=256, validation_alias=_env("SPECRAG_SERVE_THREADS"),
                                description="worker threads for the requests' CPU work; concurrent searches "
                                            "in them share one matrix product per batch")
+    serve_workers: int = Field(1, ge=1, le=64, validation_alias=_env("SPECRAG_SERVE_WORKERS"),
+                               description="processes of `specrag serve`, each with its own copy of the index "
+                                           "and its own interpreter lock; /metrics sums them all")
     otel_exporter: str = Field("none", pattern="^(none|console|otlp)$", validation_alias=_env("SPECRAG_OTEL_EXPORTER"),
                                description="export each request's span tree: none, console, or otlp "
                                            "(OTEL_EXPORTER_OTLP_ENDPOINT; needs the otel extra)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -11,10 +12,16 @@ from pipeline.cli.common import add_common
 from pipeline.errors import SpecragError
 from pipeline.settings import Settings
 
+WORKER_ARGS = "SPECRAG_SERVE_WORKER_ARGS"  # the command line, for `serve --workers` processes (set by the parent)
+_WORKER_FIELDS = ("kb", "host", "port", "data_dir", "catalog_dir", "tenant", "env_file", "verbose")
+_PATH_FIELDS = ("data_dir", "catalog_dir", "env_file")
+
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="the HTTP retrieval service (FastAPI + uvicorn)")
     _add_server_options(p)
+    p.add_argument("--workers", type=int, help="processes serving the port, each with its own copy of the index "
+                   "(env SPECRAG_SERVE_WORKERS, default 1)")
     p.set_defaults(handler=serve)
     p = sub.add_parser("mcp", help="the MCP server (stdio, or streamable HTTP)")
     _add_server_options(p)
@@ -29,6 +36,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=float, default=5.0)
     p.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="vector")
     p.add_argument("--top-k", dest="top_k", type=int, default=10)
+    p.add_argument("--workers", type=int, help="worker processes of the service started for the run (default: "
+                   "SPECRAG_SERVE_WORKERS); not with --url")
     p.add_argument("--hot-reindex", dest="hot_reindex", type=Path, metavar="CORPUS",
                    help="serve a copy of CORPUS and, mid-run, change one spec in it and re-index it (`specrag "
                         "index` in another process); reports errors and when answers first showed the change")
@@ -69,7 +78,7 @@ def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
     from pipeline.serve.tenancy import Tenants
     from pipeline.serve.tracing import install_instrumentation, otel_tracer
 
-    configure_json_logging(logging.DEBUG if args.verbose else logging.INFO)
+    configure_json_logging(logging.DEBUG if args.verbose else logging.INFO, queued=True)
     install_instrumentation(otel_tracer(settings.otel_exporter))
     settings = settings.model_copy(update={k: v for k, v in (("serve_host", args.host), ("serve_port", args.port))
                                            if v is not None})
@@ -103,12 +112,60 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     from pipeline.serve.graph_wiring import routers
 
     settings, tenants = _open(args, settings)
+    workers = args.workers or settings.serve_workers
+    if workers > 1:
+        tenants.close()  # opened here once to index --corpus and to fail fast; each worker opens its own
+        return _serve_workers(args, settings, workers)
     try:
         _uvicorn(create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
                             threads=settings.serve_threads), settings)
     finally:
         tenants.close()
     return 0
+
+
+def _serve_workers(args: argparse.Namespace, settings: Settings, workers: int) -> int:
+    """uvicorn's worker processes on one socket: each has its own interpreter lock, so the HTTP and
+    Python work of requests runs on every core. Workers rebuild the service from this command line
+    (``--corpus`` becomes the ``--kb`` it was indexed as); their metrics meet in a fresh
+    Prometheus multiprocess directory, removed when the service stops."""
+    import json
+    import shutil
+    import tempfile
+
+    import uvicorn
+
+    from pipeline.serve.metrics import MULTIPROCESS_DIR
+    from pipeline.workspace import corpus_key
+
+    served = {name: getattr(args, name, None) for name in _WORKER_FIELDS}
+    served["kb"] = [*(args.kb or []), *(corpus_key(paths) for paths in args.corpus or [])]
+    metrics_dir = tempfile.mkdtemp(prefix="specrag-metrics-")
+    os.environ[MULTIPROCESS_DIR], os.environ[WORKER_ARGS] = metrics_dir, json.dumps(served, default=str)
+    try:
+        uvicorn.run("pipeline.cli.serve:worker_app", factory=True, workers=workers, host=settings.serve_host,
+                    port=settings.serve_port, log_config=None, access_log=False,
+                    timeout_graceful_shutdown=settings.shutdown_timeout_s)
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+    return 0
+
+
+def worker_app():
+    """One process of ``serve --workers``: the service of the parent's command line (``WORKER_ARGS``)."""
+    import atexit
+    import json
+
+    from pipeline.cli.common import build_settings
+    from pipeline.serve.app import create_app
+    from pipeline.serve.graph_wiring import routers
+
+    served = json.loads(os.environ[WORKER_ARGS])
+    args = argparse.Namespace(corpus=None, **{k: Path(v) if k in _PATH_FIELDS and v else v for k, v in served.items()})
+    settings, tenants = _open(args, build_settings(args))
+    atexit.register(tenants.close)
+    return create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
+                      threads=settings.serve_threads)
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
@@ -154,6 +211,9 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     queries = load_queries(args.queries)
     with ExitStack() as stack:
         kb, hot, server_args = args.kb, None, ["--kb", args.kb or "", "--data-dir", str(settings.data_dir)]
+        if args.workers and args.url:
+            raise SpecragError("--workers sets the service bench-serve starts: leave out --url")
+        workers = ["--workers", str(args.workers)] if args.workers else []
         if args.hot_reindex:
             if args.url or args.kb:
                 raise SpecragError("--hot-reindex serves its own copy of the corpus: leave out --url and --kb")
@@ -165,7 +225,7 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
             server_args = ["--corpus", str(copy), "--data-dir", str(hot.data_dir)]
         elif not args.kb:
             raise SpecragError("bench-serve needs --kb KB_ID (or --hot-reindex CORPUS)")
-        url = args.url or stack.enter_context(served(server_args, free_port()))
+        url = args.url or stack.enter_context(served(server_args + workers, free_port()))
         report = asyncio.run(run_load(LoadSpec(url=url, kb_id=kb, queries=queries, clients=args.clients,
                                                duration_s=args.duration, warmup_s=args.warmup, mode=args.mode,
                                                top_k=args.top_k, hot=hot)))

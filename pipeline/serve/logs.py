@@ -3,16 +3,23 @@
 The id lives in a context variable set by the HTTP middleware (or an MCP tool call); worker
 threads started with ``asyncio.to_thread`` copy it, so lines the engine writes from a thread
 carry it too. Lines written outside any request carry ``"request_id": null``.
+
+Lines are encoded with orjson. A server logs through a queue (``queued=True``): the request's
+thread only stamps the record with its id and enqueues it; one listener thread formats and writes
+it, so the event loop never waits on the JSON encoder or on a write to a slow stream.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
+import queue
 import sys
 from contextvars import ContextVar
+from logging.handlers import QueueHandler, QueueListener
 from typing import TextIO
 
-from pythonjsonlogger.json import JsonFormatter
+from pythonjsonlogger.orjson import OrjsonFormatter
 
 request_id_var: ContextVar[str | None] = ContextVar("specrag_request_id", default=None)
 QUIET = ("bm25s", "httpx", "httpcore", "chromadb", "uvicorn.access", "mcp")
@@ -24,20 +31,63 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
-def json_handler(stream: TextIO | None = None) -> logging.Handler:
+def _json_writer(stream: TextIO | None) -> logging.Handler:
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter("{asctime}{levelname}{name}{request_id}{message}", style="{",
-                                       rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+    handler.setFormatter(OrjsonFormatter("{asctime}{levelname}{name}{request_id}{message}", style="{",
+                                         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"}))
+    return handler
+
+
+def json_handler(stream: TextIO | None = None) -> logging.Handler:
+    handler = _json_writer(stream)
     handler.addFilter(RequestIdFilter())
     return handler
 
 
-def configure_json_logging(level: int = logging.INFO, stream: TextIO | None = None) -> logging.Handler:
-    """Replace the root logger's handlers with one JSON handler; returns it."""
+class _Enqueue(QueueHandler):
+    """Stamps the request id in the caller's context; the message is rendered now (its arguments may
+    change later), the record's extras and exception go to the listener as they are (same process:
+    nothing is pickled)."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        record.msg, record.args = record.getMessage(), None
+        return record
+
+
+class QueuedJsonHandler(_Enqueue):
+    """A QueueHandler with its listener, which writes JSON lines to ``stream``; ``flush``
+    waits until every line enqueued so far is written, ``close`` stops the listener."""
+
+    def __init__(self, stream: TextIO | None = None):
+        super().__init__(queue.SimpleQueue())
+        self.addFilter(RequestIdFilter())
+        self.target = _json_writer(stream)  # the id was stamped before the queue
+        self.listener = QueueListener(self.queue, self.target)
+        self.listener.start()
+
+    def flush(self) -> None:
+        if self.listener._thread is not None:  # stop() drains the queue; start again to go on
+            self.listener.stop()
+            self.listener.start()
+        self.target.flush()
+
+    def close(self) -> None:
+        if self.listener._thread is not None:
+            self.listener.stop()
+        self.target.close()
+        super().close()
+
+
+def configure_json_logging(level: int = logging.INFO, stream: TextIO | None = None,
+                           queued: bool = False) -> logging.Handler:
+    """Replace the root logger's handlers with one JSON handler (``queued``: through a queue and a
+    listener thread, closed at exit so no line is lost); returns it."""
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    handler = json_handler(stream)
+    handler = QueuedJsonHandler(stream) if queued else json_handler(stream)
+    if queued:
+        atexit.register(handler.close)
     root.addHandler(handler)
     root.setLevel(level)
     for name in QUIET:

@@ -14,7 +14,6 @@ them (``kbs_of``): a tool never reaches another tenant's index.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Annotated, Awaitable, Callable, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -31,6 +30,7 @@ from pipeline.serve import lookup
 from pipeline.serve.lookup import OperationDetail, SpecElement
 from pipeline.serve.mcp_models import (ApiSearchResult, KbId, ContextChunkView, ContextResult, OperationHit,
                                        OperationSearchResult)
+from pipeline.serve.request_ids import new_request_id
 from pipeline.serve.telemetry import Outcome, Telemetry
 from pipeline.serve.tenancy import Tenants
 from pipeline.serve.tracing import install_instrumentation
@@ -65,7 +65,7 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
     server = MCPServer("specrag", instructions=INSTRUCTIONS)
 
     async def tracked(tool: str, work: Callable[[Outcome], Awaitable[T]], mode: str = "none") -> T:
-        token = request_id_var.set(uuid.uuid4().hex)
+        token = request_id_var.set(new_request_id())
         try:
             async with telemetry.track(f"mcp.{tool}", mode=mode, event=f"mcp.{tool}") as outcome:
                 return await work(outcome)

@@ -1,10 +1,19 @@
 """The service's Prometheus metrics, in a registry of their own (one per app, so two apps in one
 process never share counters). Label values come from small fixed sets (endpoint, mode,
-reasoning effort, status class, stage or span name): never a tenant, a query or an id."""
+reasoning effort, status class, stage or span name): never a tenant, a query or an id.
+
+With several worker processes (``specrag serve --workers N``) every worker writes its values to
+files under ``PROMETHEUS_MULTIPROC_DIR`` (prometheus_client's multiprocess mode, chosen when the
+variable is set before the worker starts), and /metrics, whichever worker answers it, sums the
+counters and histograms of all workers, those that exited included."""
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 TOKEN_BUCKETS = (0, 100, 250, 500, 1000, 2000, 4000, 8000, 16000, 32000, 64000, 100000)
@@ -34,4 +43,10 @@ class ServiceMetrics:
 
     def exposition(self) -> tuple[bytes, str]:
         """The text format Prometheus scrapes, and its content type."""
+        if os.environ.get(MULTIPROCESS_DIR):
+            from prometheus_client import multiprocess
+
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            return generate_latest(registry), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import re
 import time
-import uuid
 
 from pipeline.serve.logs import request_id_var
+from pipeline.serve.request_ids import new_request_id
 from pipeline.serve.telemetry import Telemetry, current_telemetry
 
 logger = logging.getLogger("specrag.http")
@@ -28,7 +28,7 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         given = dict(scope.get("headers") or []).get(HEADER, b"").decode("latin-1")
-        request_id = given if _SANE_ID.match(given) else uuid.uuid4().hex
+        request_id = given if _SANE_ID.match(given) else new_request_id()
         tokens = request_id_var.set(request_id), current_telemetry.set(self.telemetry)
         status, start = [500], time.perf_counter()
 

@@ -1,5 +1,5 @@
 """A span tree per request, from LlamaIndex instrumentation: every ``@dispatcher.span`` (the
-service's entry points, ``BaseRetriever.aretrieve``, ``postprocess_nodes``, embeddings, the
+service's entry points, ``BaseRetriever.retrieve`` / ``aretrieve``, ``postprocess_nodes``, embeddings, the
 engine) becomes a stage-latency observation, and an OpenTelemetry span when a tracer is set.
 
 Parents come from LlamaIndex's own span ids (which follow the request into worker threads), so
@@ -21,7 +21,7 @@ import llama_index.core.instrumentation as instrument
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
-from pydantic import PrivateAttr
+from pydantic import ConfigDict, Field
 
 from pipeline.serve.logs import request_id_var
 from pipeline.serve.telemetry import current_telemetry
@@ -35,10 +35,22 @@ def span_name(span_id: str) -> str:
     return span_id.partition("-")[0]
 
 
+class _OpenSpans:
+    """Start times and OTel spans by span id: plain dicts, read on every span of every request
+    (a pydantic private attribute costs a ``__getattr__`` fallback on each read)."""
+
+    __slots__ = ("started", "otel")
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.otel: dict[str, Any] = {}
+
+
 class SpanObserver(BaseSpanHandler[SimpleSpan]):
     tracer: Any = None  # an opentelemetry Tracer, or None
-    _otel: dict[str, Any] = PrivateAttr(default_factory=dict)
-    _started: dict[str, float] = PrivateAttr(default_factory=dict)
+    spans: _OpenSpans = Field(default_factory=_OpenSpans, exclude=True)
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     @classmethod
     def class_name(cls) -> str:
@@ -47,24 +59,26 @@ class SpanObserver(BaseSpanHandler[SimpleSpan]):
     def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Optional[Any] = None,
                  parent_span_id: Optional[str] = None, tags: Optional[dict[str, Any]] = None,
                  **kwargs: Any) -> SimpleSpan:
-        self._started[id_] = time.perf_counter()
+        spans = self.spans
+        spans.started[id_] = time.perf_counter()
         tracer = self.tracer
         if tracer is not None:
             from opentelemetry import trace
 
-            parent = self._otel.get(parent_span_id) if parent_span_id else None
+            parent = spans.otel.get(parent_span_id) if parent_span_id else None
             context = trace.set_span_in_context(parent) if parent is not None else None
             span = tracer.start_span(span_name(id_), context=context)
             if parent is None and (request_id := request_id_var.get()):
                 span.set_attribute("specrag.request_id", request_id)
-            self._otel[id_] = span
-        return SimpleSpan(id_=id_, parent_id=parent_span_id)
+            spans.otel[id_] = span
+        return SimpleSpan.model_construct(id_=id_, parent_id=parent_span_id)  # built by us: nothing to validate
 
     def _close(self, id_: str, err: BaseException | None = None) -> SimpleSpan | None:
-        started = self._started.pop(id_, None)
+        spans = self.spans
+        started = spans.started.pop(id_, None)
         if started is not None and (telemetry := current_telemetry.get()) is not None:
             telemetry.metrics.stage_latency.labels(stage=span_name(id_)).observe(time.perf_counter() - started)
-        span = self._otel.pop(id_, None)
+        span = spans.otel.pop(id_, None)
         if span is not None:
             from opentelemetry.trace import Status, StatusCode
 

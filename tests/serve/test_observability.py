@@ -36,21 +36,23 @@ async def test_metrics_count_requests_and_observe_latencies(client, kb_id):
     assert _samples(text, "specrag_latency_seconds_count")['{mode="hybrid",reasoning_effort="none"}'] == 1
     assert _samples(text, "specrag_results_count")[""] == 4  # the four that succeeded
     stages = _samples(text, "specrag_stage_latency_seconds_count")
-    for stage in ("select", "expand", "search", "refs", "HybridRetriever.aretrieve", "BasicRetrieval.arun"):
+    for stage in ("select", "expand", "search", "refs", "HybridRetriever.retrieve", "BasicRetrieval.arun",
+                  "BasicRetrieval.run"):
         assert any(f'stage="{stage}"' in labels for labels in stages), stage
     assert "# TYPE specrag_truncated_total counter" in text
     labels = " ".join(re.findall(r"\{[^}]*\}", text))
     assert "tenant" not in labels and "create a user" not in labels and kb_id not in labels
 
 
-async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id, monkeypatch):
+@pytest.mark.parametrize("queued", [False, True], ids=["direct", "queued"])
+async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id, monkeypatch, queued):
     from pipeline.serve.logs import QUIET, configure_json_logging
 
     stream = io.StringIO()
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     quiet_levels = {name: logging.getLogger(name).level for name in QUIET}  # the server's config, undone below
-    configure_json_logging(logging.INFO, stream)
+    handler = configure_json_logging(logging.INFO, stream, queued=queued)
     for kb in client._transport.app.state.tenants.knowledge_bases():  # the engine logs its stats from a worker thread
         monkeypatch.setattr(kb.engine.settings, "log_retrieval_stats", True)
     try:
@@ -59,6 +61,7 @@ async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id,
             client.post("/api/v1/context", json={"query": "How do I create a user?"}, headers={"X-Request-ID": rid})
             for rid in ids))
     finally:
+        handler.close()  # a queued handler writes every line enqueued before it stops
         root.handlers[:], _ = saved[0], root.setLevel(saved[1])
         for name, level in quiet_levels.items():
             logging.getLogger(name).setLevel(level)

@@ -54,7 +54,9 @@ def identifier_parts(text: str) -> list[str]:
     return [part for run in _RUN.findall(text or "") for part in _CAMEL.split(run) if part]
 
 
+@lru_cache(maxsize=65536)
 def split_identifier(text: str) -> str:
+    """``getMovieCredits`` -> ``get Movie Credits`` (cached: chunk texts split the same names again and again)."""
     return " ".join(identifier_parts(text))
 
 

@@ -2,11 +2,17 @@
 
 Not ``llama_index.core.utils.get_tokenizer()``: that is a process-wide global a user may set to
 another tokenizer, which would silently change every budget here. The encoding is loaded once,
-from the bundled file, so nothing is downloaded.
+from the bundled file, so nothing is downloaded (and without importing ``llama_index.core``,
+which only holds the file here: importing it costs ~2 s).
+
+Texts are encoded as ordinary text (``encode_ordinary``): a special-token string such as
+``<|endoftext|>`` counts as the characters it is made of, as ``encode(disallowed_special=())``
+counts it, without that method's search for special tokens.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from functools import lru_cache
@@ -18,10 +24,12 @@ _load_lock = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _encoding():
-    import llama_index.core
     import tiktoken
 
-    bundled = Path(llama_index.core.__file__).resolve().parent / "_static" / "tiktoken_cache"
+    package = importlib.util.find_spec("llama_index.core")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("llama-index-core, which bundles the cl100k tokenizer file, is not installed")
+    bundled = Path(next(iter(package.submodule_search_locations))).resolve() / "_static" / "tiktoken_cache"
     with _load_lock:  # tiktoken reads its cache folder from the environment: point it there briefly
         previous = os.environ.get("TIKTOKEN_CACHE_DIR")
         os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled) if previous is None else previous
@@ -34,12 +42,12 @@ def _encoding():
 
 def count_tokens(text: str) -> int:
     """cl100k tokens of ``text`` (special-token strings count as text, never raise)."""
-    return len(_encoding().encode(text or "", disallowed_special=()))
+    return len(_encoding().encode_ordinary(text or ""))
 
 
 def truncate_tokens(text: str, limit: int | None) -> tuple[str, int, bool]:
     """(text cut to at most ``limit`` cl100k tokens, its token count, whether it was cut)."""
-    tokens = _encoding().encode(text or "", disallowed_special=())
+    tokens = _encoding().encode_ordinary(text or "")
     if limit is None or len(tokens) <= limit:
         return text, len(tokens), False
     return _encoding().decode(tokens[:limit]), limit, True

@@ -24,8 +24,9 @@ from pipeline.specs import ids, servers, text
 from pipeline.specs.compact import compact_component
 from pipeline.specs.loader import Resolved, SpecSource, Unresolved, spec_format
 from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
-from pipeline.specs.render import strip_markdown, to_yaml
+from pipeline.specs.render import strip_markdown
 from pipeline.specs.split import split_chunk
+from pipeline.specs.yaml_dump import to_yaml
 
 logger = logging.getLogger(__name__)
 # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids;

@@ -136,6 +136,7 @@ class SpecSource:
         self._raw: dict[Path, bytes] = {}
         self._docs: dict[Path, Any] = {}
         self._refused: dict[Path, str] = {}
+        self._resolved: dict[tuple[str, Path], Resolved | Unresolved] = {}
         self.doc = self._parse(self.entry, raw, text)
 
     def _parse(self, path: Path, raw: bytes | None = None, text: str | None = None) -> Any:
@@ -172,7 +173,18 @@ class SpecSource:
         return self._raw
 
     def resolve(self, ref: str, base: Path) -> Resolved | Unresolved:
-        if not isinstance(ref, str) or not ref or len(ref) > MAX_REF_CHARS:
+        """Where ``ref`` (written in file ``base``) points. A spec repeats its refs (every operation
+        refs ``#/definitions/Error``): each (ref, base) is resolved once and its outcome kept, as the
+        files it reads are read once and never change (a BudgetExceeded propagates, never kept)."""
+        if not isinstance(ref, str):
+            return Unresolved("bad_ref", str(ref)[:200])
+        key = (ref, base)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(ref, base)
+        return self._resolved[key]
+
+    def _resolve(self, ref: str, base: Path) -> Resolved | Unresolved:
+        if not ref or len(ref) > MAX_REF_CHARS:
             return Unresolved("bad_ref", str(ref)[:200])  # a 1 MB path would cost 10^5 lstat calls
         if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", ref) or ref.startswith("//"):
             return Unresolved("url", ref)

@@ -1,43 +1,10 @@
-"""Texts of a chunk: the YAML an LLM reads, the short embedder text, the BM25 text."""
+"""Texts of a chunk: the short embedder text and the BM25 text (the YAML an LLM reads: ``yaml_dump``)."""
 
 from __future__ import annotations
 
 import re
 from collections import deque
 from typing import Any
-
-import yaml
-
-try:
-    from yaml import CSafeDumper as _BaseDumper
-except ImportError:  # pragma: no cover
-    from yaml import SafeDumper as _BaseDumper  # type: ignore[assignment]
-
-
-class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
-    def ignore_aliases(self, data: Any) -> bool:  # shared YAML anchors render inline, not as &id001
-        return True
-
-
-def _represent_unknown(dumper: yaml.SafeDumper, data: Any) -> yaml.Node:
-    return dumper.represent_str(str(data))
-
-
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    if "\n" in data:  # literal blocks: no doubled blank lines, fewer tokens
-        data = "\n".join(line.rstrip() for line in data.split("\n"))
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-    return dumper.represent_str(data)
-
-
-_Dumper.add_representer(None, _represent_unknown)  # type: ignore[arg-type]
-_Dumper.add_representer(str, _represent_str)
-
-
-def to_yaml(value: Any) -> str:
-    return yaml.dump(value, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=4096).rstrip()
-
 
 _MD = re.compile(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|[*_`#>|]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")

@@ -38,3 +38,24 @@ def test_workers_leave_the_parents_garbage_alone(tmp_path):
     assert not record.exists() or not set(map(int, record.read_text().split())) & workers
     gc.collect()
     assert int(record.read_text().split()[-1]) == os.getpid()  # the parent still finalizes it
+
+
+def _collector_enabled(_: int) -> bool:
+    return gc.isenabled()
+
+
+def test_jobs_run_with_the_collector_paused_and_the_parent_gets_it_back():
+    assert gc.isenabled()
+    outcomes = []
+    for job, enabled in run_jobs(_collector_enabled, [1, 2, 3], workers=2, timeout_s=60):
+        outcomes.append(enabled)
+        assert not gc.isenabled()  # while results come in
+    assert outcomes == [False, False, False]
+    assert gc.isenabled()
+
+
+def test_a_caller_that_stops_early_gets_the_collector_back():
+    results = run_jobs(_collector_enabled, [1, 2, 3], workers=2, timeout_s=60)
+    next(results)
+    results.close()
+    assert gc.isenabled()

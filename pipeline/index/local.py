@@ -26,6 +26,7 @@ import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from pipeline.index.batching import BatchCoalescer
+from pipeline.index.blas import one_blas_thread
 from pipeline.index.lexical import Postings, query_terms, top_k
 from pipeline.index.pack import TYPE_ORDER, Pack
 from pipeline.nodes import chunk_to_node, text_node
@@ -134,7 +135,9 @@ class LocalIndex:
         query /= max(float(np.linalg.norm(query)), 1e-12)
         mask = self._method_mask(methods) if methods is not None else None
         rows, sims = [], []
-        for (start, end), span_sims in zip(spans, self._span_similarities(spans, query)):
+        with one_blas_thread():
+            similarities = self._span_similarities(spans, query)
+        for (start, end), span_sims in zip(spans, similarities):
             picked = _best_rows(span_sims, k, None if mask is None else mask[start:end])
             rows.append(start + picked)
             sims.append(span_sims[picked])

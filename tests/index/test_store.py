@@ -145,3 +145,21 @@ def test_span_candidates_keep_every_row_that_can_reach_the_top_k():
         assert set(picked) <= set(allowed)
         kth = np.sort(sims[allowed])[::-1][min(k, len(allowed)) - 1]
         assert set(picked) == {int(i) for i in allowed if sims[i] >= kth}  # all ties at the k-th score
+
+
+def test_vector_products_run_on_one_blas_thread_and_the_callers_setting_is_restored(store, monkeypatch):
+    """OpenBLAS threads would fight the embedding model's spinning ONNX threads on the same cores."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    local = store.local
+    seen = []
+    real = type(local)._span_similarities
+    monkeypatch.setattr(type(local), "_span_similarities",
+                        lambda self, spans, query: seen.append(blas_threads()) or real(self, spans, query))
+    before = blas_threads()
+    assert store.vector_search("get a user profile", None, None, 3)
+    assert seen and all(threads <= {1} for threads in seen)
+    assert blas_threads() == before

@@ -28,22 +28,20 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 logger = logging.getLogger(__name__)
-BLAS_THREADS = 1
 
 
 @asynccontextmanager
 async def serving_threads(threads: int) -> AsyncIterator[None]:
-    """Inside: the running loop's default executor has ``threads`` workers and BLAS runs single-threaded."""
-    from threadpoolctl import threadpool_limits
+    """Inside: the running loop's default executor has ``threads`` workers and BLAS runs
+    single-threaded for the whole service (each search also limits itself, ``pipeline/index/blas.py``;
+    held here, concurrent searches never restore another thread's setting in between)."""
+    from pipeline.index.blas import one_blas_thread
 
-    limits = threadpool_limits(limits=BLAS_THREADS, user_api="blas")
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="specrag-request")
     loop.set_default_executor(executor)
     gc.collect()
     gc.freeze()  # what is loaded by now lives as long as the service: no collection pass walks it again
-    logger.info("request worker threads: %d; BLAS threads per product: %d", threads, BLAS_THREADS)
-    try:
+    logger.info("request worker threads: %d; BLAS threads per product: 1", threads)
+    with one_blas_thread():
         yield
-    finally:
-        limits.restore_original_limits()

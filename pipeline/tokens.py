@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -51,3 +52,42 @@ def truncate_tokens(text: str, limit: int | None) -> tuple[str, int, bool]:
     if limit is None or len(tokens) <= limit:
         return text, len(tokens), False
     return _encoding().decode(tokens[:limit]), limit, True
+
+
+# Where cl100k's pre-tokenizer always cuts: after a newline whose next line holds a character that
+# is not whitespace. Its pattern ends every piece holding a newline at the last newline of that
+# run (``\s*[\r\n]+`` and `` ?[^\s\p{L}\p{N}]+[\r\n]*``; the other alternatives hold none),
+# no alternative looks behind, and a lookahead never reaches past a newline into such a line. So
+# the text's count is the sum of its segments' counts. Python's ``\s`` takes a few characters
+# more than the Rust pattern's (never fewer): that only cuts less often, never wrongly.
+_SEGMENT_END = re.compile(r"\n(?=[^\S\r\n]*\S)")
+
+
+class SegmentTokenCounter:
+    """``count_tokens`` for many texts that share lines (rendered specs: ``type: string``,
+    ``in: query``, the same description in many operations): each distinct segment is encoded
+    once. The same counts, exactly (``tests/test_tokens.py`` checks mutated real texts); ingest
+    keeps one per worker process. Bounded: past ``max_segments`` the memory starts again, and a
+    segment longer than ``max_chars`` (rarely repeated) is counted without being kept."""
+
+    def __init__(self, max_segments: int = 200_000, max_chars: int = 1_000):
+        self.max_segments, self.max_chars = max_segments, max_chars
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        if not text:
+            return 0
+        counts, encode = self._counts, _encoding().encode_ordinary
+        if len(counts) > self.max_segments:
+            counts.clear()
+        total, start, longest = 0, 0, self.max_chars
+        for end in [cut.end() for cut in _SEGMENT_END.finditer(text)] + [len(text)]:
+            segment = text[start:end]
+            start = end
+            n = counts.get(segment)
+            if n is None:
+                n = len(encode(segment))
+                if len(segment) <= longest:
+                    counts[segment] = n
+            total += n
+        return total

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipeline.catalog.io import load_api_index, load_catalog
+from pipeline.catalog.io import load_catalog
 from pipeline.catalog.models import ApiIndex, Catalog
 from pipeline.engine import ApiQueryEngine
 from pipeline.errors import IndexNotBuiltError, SpecragError
@@ -24,7 +24,7 @@ from pipeline.settings import DEFAULT_TENANT, Settings
 from pipeline.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
 
 logger = logging.getLogger(__name__)
-API_INDEX_CACHE = 64
+OPERATION_NAMES_CACHE = 64
 
 
 class UnknownKnowledgeBase(SpecragError, LookupError):
@@ -48,7 +48,7 @@ class KnowledgeBaseInfo(BaseModel):
 
 
 class KnowledgeBase:
-    """One corpus: its settings, store and engine; API indexes are read on demand (LRU)."""
+    """One corpus: its settings, store and engine; operation names are read on demand (LRU)."""
 
     def __init__(self, kb_id: str, settings: Settings, engine: ApiQueryEngine, store):
         self.kb_id = kb_id
@@ -57,8 +57,7 @@ class KnowledgeBase:
         self.engine = engine
         self.store = store
         self.catalog: Catalog = load_catalog(settings.catalogs_path)
-        self.api_index = lru_cache(maxsize=API_INDEX_CACHE)(self._load_api_index)
-        self.operations = lru_cache(maxsize=API_INDEX_CACHE)(self._load_operations)
+        self.operations = lru_cache(maxsize=OPERATION_NAMES_CACHE)(self._load_operations)
 
     @classmethod
     def open(cls, store) -> "KnowledgeBase":
@@ -78,8 +77,10 @@ class KnowledgeBase:
         return KnowledgeBaseInfo(kb_id=self.kb_id, alias=self.alias, apis=len(self.api_ids),
                                  search_mode=self.store.search_mode)
 
-    def _load_api_index(self, file_id: str) -> ApiIndex | None:
-        return load_api_index(self.settings.catalogs_path, file_id) if file_id in self.api_ids else None
+    def api_index(self, file_id: str) -> ApiIndex | None:
+        """Read through the engine's own reader (``pipeline.catalog.io.ApiIndexes``), so the stages
+        and the lookups share one cache of parsed indexes."""
+        return self.engine.graph.load_index(file_id) if file_id in self.api_ids else None
 
     def _load_operations(self, file_id: str) -> dict[str, str]:
         """operationId -> chunk id of the API's operations (one batched read)."""

@@ -103,7 +103,7 @@ def split_chunk_id(chunk_id: str) -> tuple[str, str]:
 
 def base_chunk_id(chunk_id: str) -> str:
     """Strip a ``:partN`` suffix."""
-    return _PART_RE.sub("", chunk_id)
+    return _PART_RE.sub("", chunk_id) if ":part" in chunk_id else chunk_id
 
 
 def parse_operation_id(chunk_id: str) -> tuple[str, str, str] | None:

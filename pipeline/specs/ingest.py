@@ -25,7 +25,11 @@ from pipeline.specs.loader import SpecSource, check_spec, confine_entry, discove
 from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
 from pipeline.specs.pool import JobFailed, run_jobs
 from pipeline.specs.sources import ApiSummary
-from pipeline.tokens import count_tokens
+from pipeline.tokens import SegmentTokenCounter, count_tokens
+
+
+# One per process: each worker's specs share lines (a vendor's specs most), counted once.
+_count_rendered_tokens = SegmentTokenCounter()
 
 
 class CorpusIngest(BaseModel):
@@ -51,7 +55,7 @@ def ingest_spec(path: Path, file_id: str, max_tokens: int, explicit: bool = True
             raise SpecError(f"file_id {file_id!r} contains ':' (reserved in chunk ids); rename the file")
         if not is_text(file_id):
             raise SpecError("file name is not valid UTF-8 (chunk ids must be text); rename the file")
-        return SpecChunker(source, file_id, max_tokens, count_tokens).run()
+        return SpecChunker(source, file_id, max_tokens, _count_rendered_tokens).run()
     except SpecError as exc:
         return SkippedSpec(file=str(path), reason=str(exc))
     except OSError as exc:

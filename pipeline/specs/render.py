@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from functools import lru_cache
 from typing import Any
 
 _MD = re.compile(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|[*_`#>|]+")
@@ -11,7 +12,12 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
 
 def strip_markdown(text: str) -> str:
-    text = _LINK.sub(r"\1", str(text or ""))
+    return _plain(text) if type(text) is str else _plain(str(text or ""))
+
+
+@lru_cache(maxsize=1 << 16)  # a spec repeats its descriptions (a parameter's, in every operation)
+def _plain(text: str) -> str:
+    text = _LINK.sub(r"\1", text)
     return " ".join(_MD.sub(" ", text).split())
 
 
@@ -78,7 +84,8 @@ def ref_names(value: Any, limit: int = 12) -> list[str]:
                 name = ref_name(ref)
                 if name and name not in names:
                     names.append(name)
-            stack.extend(v for k, v in node.items() if not str(k).startswith("x-"))
+            stack.extend(v for k, v in node.items()
+                         if isinstance(v, (dict, list)) and not str(k).startswith("x-"))
         elif isinstance(node, list):
             stack.extend(node)
     return names

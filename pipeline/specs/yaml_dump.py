@@ -52,6 +52,12 @@ _Dumper.add_representer(None, _represent_unknown)  # type: ignore[arg-type]
 _Dumper.add_representer(str, _represent_str)
 
 
+# The tag a plain scalar would read as, per value: a spec repeats its keys and short values
+# (``type``, ``string``, ``in``) thousands of times, and the emitter asks twice per scalar.
+_plain_tags: dict[str, str] = {}
+_MAX_KEPT_SCALAR, _MAX_KEPT_TAGS = 64, 100_000
+
+
 class _FastDumper(_Dumper):
     def represent(self, data: Any) -> None:
         self.serialize(self._node(data))
@@ -70,11 +76,22 @@ class _FastDumper(_Dumper):
     def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
         if kind is not ScalarNode or self.yaml_path_resolvers:
             return super().resolve(kind, value, implicit)
-        if implicit[0]:
-            table = self.yaml_implicit_resolvers
-            for tag, regexp in (*table.get(value[:1], ()), *table.get(None, ())):
-                if regexp.match(value):
-                    return tag
+        if not implicit[0]:
+            return self.DEFAULT_SCALAR_TAG
+        tag = _plain_tags.get(value)
+        if tag is None:
+            tag = self._plain_tag(value)
+            if len(value) <= _MAX_KEPT_SCALAR:
+                if len(_plain_tags) >= _MAX_KEPT_TAGS:
+                    _plain_tags.clear()
+                _plain_tags[value] = tag
+        return tag
+
+    def _plain_tag(self, value: str) -> str:
+        table = self.yaml_implicit_resolvers
+        for tag, regexp in (*table.get(value[:1], ()), *table.get(None, ())):
+            if regexp.match(value):
+                return tag
         return self.DEFAULT_SCALAR_TAG
 
 

@@ -84,3 +84,23 @@ def test_an_indexed_corpus_is_served_by_folder_name_or_alias(demo_index):
     assert _existing(root, key).data_dir == _existing(root, key.rsplit("-", 1)[0]).data_dir == local.data_dir
     with pytest.raises(IndexNotBuiltError, match=f"no index 'nope' .*indexed: {key}"):
         _existing(root, "nope")
+
+
+async def test_schema_lookups_read_an_api_index_once_through_the_engines_reader(demo_index, monkeypatch):
+    """The service's lookups and the engine's stages share one cache of parsed API indexes."""
+    import httpx
+
+    from pipeline.catalog import io
+    from pipeline.serve.app import create_app
+    from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
+
+    reads = []
+    real = io.load_api_index
+    monkeypatch.setattr(io, "load_api_index", lambda d, fid: reads.append(fid) or real(d, fid))
+    kb = KnowledgeBase.open(demo_index[1])  # a fresh engine: nothing read yet
+    transport = httpx.ASGITransport(app=create_app(KnowledgeBases([kb])))
+    async with httpx.AsyncClient(transport=transport, base_url="http://specrag") as client:
+        for _ in range(2):
+            assert (await client.get("/api/v1/apis/petstore_v2/schemas/Pet")).status_code == 200
+    assert kb.engine.graph.load_index("petstore_v2") is kb.api_index("petstore_v2")
+    assert reads.count("petstore_v2") == 1

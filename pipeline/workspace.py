@@ -99,7 +99,7 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
             store = ChunkStore.open(local, repair=True)
         else:
             store.reload(repair=True)
-        if store.embed_model is not None:
+        if store.embedder is not None:
             store.chroma  # noqa: B018 - an unreachable Chroma server fails here, before any spec is read
         builder = IndexBuilder(store, local)
         ingest = ingest_changed(paths, local.chunk_max_tokens, load_sources(local.data_dir), builder.reusable(),
@@ -145,5 +145,5 @@ def _cache_catalog_vectors(local: Settings, store) -> None:
     from pipeline.catalog.vectors import catalog_vectors
     from pipeline.index.embeddings import embed_model_id
 
-    catalog_vectors(load_catalog(local.catalogs_path), store.embed_model, embed_model_id(store.embed_model),
+    catalog_vectors(load_catalog(local.catalogs_path), store.embedder, embed_model_id(store.embedder),
                     local.catalogs_path)

@@ -83,13 +83,14 @@ class ChunkStore:
         store.reload(repair=repair)
         return store
 
-    def reload(self, repair: bool = False) -> None:
-        """Re-read the manifest and the local index (after a build, possibly by another process)."""
+    def reload(self, repair: bool = False, verify: bool = True) -> None:
+        """Re-read the manifest and the local index (after a build, possibly by another process).
+        ``verify=False`` skips the checksums: for the builder, which sealed or checked the generation itself."""
         self.damage, self.outdated, self.local = "", "", None
         for attempt in range(2):  # a build may switch generations between our two reads: read again
             try:
                 self.manifest = load_manifest(self.data_dir)
-                self.local = self._open_local()
+                self.local = self._open_local(verify)
                 break
             except IndexDamagedError as exc:
                 if attempt == 0 and self._generation_moved():
@@ -106,7 +107,7 @@ class ChunkStore:
         self.search_mode = self._mode()
         self._served = frozenset(self._serveable())
 
-    def _open_local(self) -> LocalIndex | None:
+    def _open_local(self, verify: bool = True) -> LocalIndex | None:
         manifest = self.manifest
         if manifest is None and any((self.data_dir / LOCAL_DIR).glob("gen-*")):
             raise IndexDamagedError(f"{self.data_dir / 'manifest.json'} is missing but {self.data_dir / LOCAL_DIR} "
@@ -115,7 +116,7 @@ class ChunkStore:
             if manifest is not None and manifest.complete_ids():
                 raise IndexDamagedError(f"{self.data_dir / 'manifest.json'} lists APIs but no local index")
             return None
-        local = LocalIndex.load(self.data_dir / LOCAL_DIR / manifest.local_dir)
+        local = LocalIndex.load(self.data_dir / LOCAL_DIR / manifest.local_dir, verify=verify)
         if missing := sorted(f for f in manifest.complete_ids() if f not in local.api_hashes):
             raise IndexDamagedError(f"{local.pack.folder} lacks {len(missing)} complete APIs (e.g. {missing[0]})")
         return local

@@ -80,8 +80,8 @@ class FlatBaseline:
         bm25 = bm25s.BM25()
         bm25.index(_tokens(docs), show_progress=False)
         vectors = None
-        if store.embed_model is not None and store.search_mode == "hybrid":
-            vectors = _cached_vectors(store.embed_model, docs, Path(cache_dir))
+        if store.embedder is not None and store.search_mode == "hybrid":
+            vectors = _cached_vectors(store.embedder, docs, Path(cache_dir))
         return cls(ids, bm25, vectors, store.embed_query)
 
     def rank(self, query: str, gold_apis: list[str]) -> list[str]:

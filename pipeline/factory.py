@@ -30,7 +30,7 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     retriever = HybridRetriever.from_settings(store, settings)
     api_vectors = None
     if store.search_mode == "hybrid":
-        api_vectors = catalog_vectors(catalog, store.embed_model, embed_model_id(store.embed_model), catalog_dir)
+        api_vectors = catalog_vectors(catalog, store.embedder, embed_model_id(store.embedder), catalog_dir)
     selector = KeywordApiSelector(catalog, indexes, retriever, settings.max_selected_apis,
                                   evidence_depth=settings.selection_evidence_depth, api_vectors=api_vectors,
                                   embed_query=store.embed_query, weights=settings.selection_weights,

@@ -19,8 +19,8 @@ def entry_text(entry: CatalogEntry) -> str:
     return f"{entry.name}: {entry.description} ({', '.join(entry.domains[:6])})"
 
 
-def catalog_vectors(catalog: Catalog, embed_model, model_id: str, catalog_dir: Path) -> np.ndarray:
-    """Unit vectors, one row per catalog entry in catalog order."""
+def catalog_vectors(catalog: Catalog, embedder, model_id: str, catalog_dir: Path) -> np.ndarray:
+    """Unit vectors, one row per catalog entry in catalog order (``embedder``: an ``Embedder``)."""
     from pipeline.index.vector_reuse import embed_sorted, text_hash
 
     path = catalog_dir / CACHE_FILE
@@ -31,7 +31,7 @@ def catalog_vectors(catalog: Catalog, embed_model, model_id: str, catalog_dir: P
         return known[1]
     rows = dict(zip(known[0].tolist(), known[1])) if known is not None else {}
     missing = [i for i, h in enumerate(hashes.tolist()) if h not in rows]
-    fresh = np.asarray(embed_sorted(embed_model, [texts[i] for i in missing]), dtype=np.float32).reshape(len(missing), -1)
+    fresh = np.asarray(embed_sorted(embedder, [texts[i] for i in missing]), dtype=np.float32).reshape(len(missing), -1)
     fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-9)
     rows.update(zip((int(hashes[i]) for i in missing), fresh))
     vectors = np.stack([rows[h] for h in hashes.tolist()]).astype(np.float32) if texts else np.zeros((0, 0), np.float32)

@@ -1,7 +1,12 @@
-"""The embedding model named in settings, as a LlamaIndex ``BaseEmbedding``, or None.
+"""The embedding model named in settings, as an ``Embedder``, or None.
 
 None means lexical-only search. A model that cannot be loaded is not an error: indexing and
 queries keep working on BM25 alone, and one warning per process says why and what to do.
+
+An ``Embedder`` is the one implementation of "text -> vector" for a model. Builds call it
+directly and never import LlamaIndex (``llama_index.core`` costs ~1.8 s, a third of a re-index);
+queries see the same model as a LlamaIndex ``BaseEmbedding`` (``Embedder.llama``) whose every
+call goes to that Embedder, so a text gets the same vector on both sides.
 """
 
 from __future__ import annotations
@@ -10,11 +15,15 @@ import logging
 import os
 import socket
 import tempfile
+from functools import cached_property
 from pathlib import Path
-
-from llama_index.core.base.embeddings.base import BaseEmbedding
+from typing import TYPE_CHECKING
 
 from pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
+    from llama_index.core.base.embeddings.base import BaseEmbedding
 
 logger = logging.getLogger(__name__)
 
@@ -22,17 +31,68 @@ NO_EMBEDDINGS = "none"
 HUB_HOST = "huggingface.co"
 EMBED_BATCH_SIZE = 256
 _OPENAI_PREFIX = "openai:"
+# The identity indexes were built under when fastembed was reached through LlamaIndex's
+# FastEmbedEmbedding (same model, same calls, same vectors): kept, so they are not re-embedded.
+FASTEMBED_ID = "FastEmbedEmbedding"
 # Messages already logged in this process: a query loop must not repeat the same warning.
 _warned: set[str] = set()
 
 
-def _warn_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        logger.warning(message)
+class Embedder:
+    """One loaded model: documents and queries to vectors, and its identity in the manifest."""
+
+    model_id: str
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    def embed_queries(self, queries: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    @cached_property
+    def llama(self) -> BaseEmbedding:
+        """This model as a LlamaIndex ``BaseEmbedding`` (imports LlamaIndex: query side only)."""
+        from pipeline.index.llama_embedding import EmbedderEmbedding
+
+        return EmbedderEmbedding(self, embed_batch_size=EMBED_BATCH_SIZE)
 
 
-def build_embed_model(settings: Settings) -> BaseEmbedding | None:
+class FastEmbedder(Embedder):
+    """fastembed on ONNX Runtime (no torch). A batch of documents is one ``embed`` call (one
+    ONNX batch up to ``EMBED_BATCH_SIZE``); queries go through ``query_embed``, as the model wants."""
+
+    def __init__(self, model: TextEmbedding, name: str):
+        self.model, self.model_id = model, f"{FASTEMBED_ID}:{name}"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [vector.tolist() for vector in self.model.embed(texts, batch_size=EMBED_BATCH_SIZE)]
+
+    def embed_queries(self, queries: list[str]) -> list[list[float]]:
+        return [vector.tolist() for vector in self.model.query_embed(queries)]
+
+
+class LlamaEmbedder(Embedder):
+    """A model that exists as a LlamaIndex embedding only (OpenAI's): its calls on both sides."""
+
+    def __init__(self, model: BaseEmbedding):
+        self.llama, self.model_id = model, f"{model.class_name()}:{model.model_name}"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.llama.get_text_embedding_batch(texts)
+
+    def embed_queries(self, queries: list[str]) -> list[list[float]]:
+        return [self.llama.get_query_embedding(q) for q in queries]
+
+
+def as_embedder(model: Embedder | BaseEmbedding | None) -> Embedder | None:
+    """The Embedder behind ``model``: itself, the one an ``Embedder.llama`` wraps, or a wrapper."""
+    if model is None or isinstance(model, Embedder):
+        return model
+    inner = getattr(model, "embedder", None)
+    return inner if isinstance(inner, Embedder) else LlamaEmbedder(model)
+
+
+def build_embedder(settings: Settings) -> Embedder | None:
     """Load the model named by ``settings.embed_model``; None (lexical only) if it cannot load."""
     name = settings.embed_model.strip()
     if name.lower() == NO_EMBEDDINGS:
@@ -40,8 +100,8 @@ def build_embed_model(settings: Settings) -> BaseEmbedding | None:
         return None
     try:
         if name.startswith(_OPENAI_PREFIX):
-            return _openai_model(name[len(_OPENAI_PREFIX):], settings)
-        return _fastembed_model(name, settings)
+            return LlamaEmbedder(_openai_model(name[len(_OPENAI_PREFIX):], settings))
+        return FastEmbedder(_fastembed_model(name, settings), name)
     except Exception as exc:  # noqa: BLE001 - any load failure degrades to lexical search
         hint = ("set SPECRAG_EMBED_MODEL_PATH to a local ONNX folder of the model, "
                 "or SPECRAG_EMBED_MODEL=none to silence this")
@@ -50,9 +110,21 @@ def build_embed_model(settings: Settings) -> BaseEmbedding | None:
         return None
 
 
-def _fastembed_model(name: str, settings: Settings) -> BaseEmbedding:
-    """fastembed on ONNX Runtime (no torch); a local folder when offline, else a download."""
-    from llama_index.embeddings.fastembed import FastEmbedEmbedding
+def build_embed_model(settings: Settings) -> BaseEmbedding | None:
+    """The model of ``build_embedder`` as a LlamaIndex ``BaseEmbedding``, or None."""
+    embedder = build_embedder(settings)
+    return embedder.llama if embedder is not None else None
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
+
+
+def _fastembed_model(name: str, settings: Settings) -> TextEmbedding:
+    """A local folder when offline, else a download."""
+    from fastembed import TextEmbedding
 
     kwargs = {}
     if settings.embed_model_path is None and not _downloadable(name):
@@ -61,10 +133,8 @@ def _fastembed_model(name: str, settings: Settings) -> BaseEmbedding:
         path = settings.embed_model_path.expanduser()
         if not (path / "model.onnx").is_file():
             raise FileNotFoundError(f"no model.onnx in SPECRAG_EMBED_MODEL_PATH={path}")
-        # FastEmbedEmbedding forwards extra kwargs to fastembed's TextEmbedding.
         kwargs["specific_model_path"] = str(path)
-    return FastEmbedEmbedding(model_name=name, threads=settings.embed_threads,
-                              embed_batch_size=EMBED_BATCH_SIZE, **kwargs)
+    return TextEmbedding(model_name=name, threads=settings.embed_threads, **kwargs)
 
 
 def _downloadable(name: str) -> bool:
@@ -94,18 +164,15 @@ def _openai_model(model: str, settings: Settings) -> BaseEmbedding:
                            embed_batch_size=EMBED_BATCH_SIZE)
 
 
-def embed_queries(model: BaseEmbedding, queries: list[str]) -> list[list[float]]:
-    """Query embeddings of ``queries`` in one model call where the model takes a batch (fastembed
-    does: ~5x cheaper per query for a batch of ten short queries), else one call each."""
-    from llama_index.embeddings.fastembed import FastEmbedEmbedding
-
-    if isinstance(model, FastEmbedEmbedding) and len(queries) > 1:
-        return [vector.tolist() for vector in model._model.query_embed(queries)]
-    return [model.get_query_embedding(q) for q in queries]
+def embed_queries(model: Embedder, queries: list[str]) -> list[list[float]]:
+    """Query embeddings: one query through the model's LlamaIndex face (``get_query_embedding``),
+    several in one model call (fastembed: ~5x cheaper per query for a batch of ten short ones)."""
+    if len(queries) > 1:
+        return model.embed_queries(queries)
+    return [model.llama.get_query_embedding(q) for q in queries]
 
 
-def embed_model_id(model: BaseEmbedding | None) -> str:
+def embed_model_id(model: Embedder | BaseEmbedding | None) -> str:
     """Identity recorded in the manifest: a different identity means every vector is rebuilt."""
-    if model is None:
-        return NO_EMBEDDINGS
-    return f"{model.class_name()}:{model.model_name}"
+    embedder = as_embedder(model)
+    return NO_EMBEDDINGS if embedder is None else embedder.model_id

@@ -21,17 +21,19 @@ import threading
 import weakref
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from llama_index.core.schema import NodeWithScore, TextNode
 
 from pipeline.index.batching import BatchCoalescer
 from pipeline.index.blas import one_blas_thread
 from pipeline.index.lexical import Postings, query_terms, top_k
 from pipeline.index.pack import TYPE_ORDER, Pack
-from pipeline.nodes import chunk_to_node, text_node
 from pipeline.specs.ids import HTTP_METHODS, parse_operation_id, parse_webhook_id
 from pipeline.specs.models import Chunk
+
+if TYPE_CHECKING:  # nodes are made for queries only: a build never imports LlamaIndex (~1.8 s)
+    from llama_index.core.schema import NodeWithScore, TextNode
 
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 RECORD_CACHE = 4096
@@ -207,6 +209,8 @@ class LocalIndex:
         return out
 
     def _hits(self, ranked: list[tuple[int, float]], scale, hydrate: bool) -> list[NodeWithScore]:
+        from llama_index.core.schema import NodeWithScore
+
         make = self.node if hydrate else self._stub
         return [NodeWithScore(node=make(row), score=float(scale(score))) for row, score in ranked]
 
@@ -220,15 +224,21 @@ class LocalIndex:
 
     def node(self, row: int) -> TextNode:
         """A new node each call (callers may change theirs), from the row's cached metadata."""
+        from pipeline.nodes import text_node
+
         node_id, text, metadata = self._node_parts(row)
         return text_node(node_id, text, dict(metadata))
 
     def _load_node_parts(self, row: int) -> tuple[str, str, dict]:
+        from pipeline.nodes import chunk_to_node
+
         node = chunk_to_node(self._chunk(row))  # its metadata serialises several fields as JSON: once per row
         return node.node_id, node.text, node.metadata
 
     def _stub(self, row: int) -> TextNode:
         """Id, API and type only: ranking and fusion need no more (see ``ChunkStore.hydrate``)."""
+        from llama_index.core.schema import TextNode
+
         return TextNode(id_=self.pack.ids[row], text="", metadata={
             "source_file": self._apis[self._file_of[row]], "type": TYPE_ORDER[self._type_of[row]], STUB: True})
 

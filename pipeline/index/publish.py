@@ -56,7 +56,7 @@ def publish(store) -> int | None:
     """Publish the store's committed generation (server mode, hybrid index); the generation
     published, or None when there is nothing to publish or it is published already."""
     settings, manifest = store.settings, store.manifest
-    if not settings.chroma_host or store.embed_model is None or manifest is None or manifest.local_dir is None \
+    if not settings.chroma_host or store.embedder is None or manifest is None or manifest.local_dir is None \
             or manifest.pending_ids():
         return None
     collection = store.chroma

@@ -21,19 +21,21 @@ import logging
 import re
 from functools import partial
 from pathlib import Path
-
-from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import NodeWithScore
+from typing import TYPE_CHECKING
 
 from pipeline.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
 from pipeline.index.batching import BatchCoalescer
 from pipeline.index.collections import check_owner, collection_name, open_collection, server_client
-from pipeline.index.embeddings import build_embed_model, embed_model_id, embed_queries
+from pipeline.index.embeddings import Embedder, as_embedder, build_embedder, embed_model_id, embed_queries
 from pipeline.index.local import STUB, LocalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
 from pipeline.settings import Settings
 from pipeline.specs.ids import split_chunk_id
 from pipeline.specs.models import Chunk
+
+if TYPE_CHECKING:  # builds never import LlamaIndex (~1.8 s); queries have it loaded already
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.schema import NodeWithScore
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +46,17 @@ _COLLECTION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
 
 
 class ChunkStore:
-    """Read side for queries; ``chroma`` and ``write_manifest`` are for ``IndexBuilder``."""
+    """Read side for queries; ``chroma`` and ``write_manifest`` are for ``IndexBuilder``.
 
-    def __init__(self, settings: Settings, embed_model: BaseEmbedding | None):
+    ``embed_model``: the model as an ``Embedder`` or as its LlamaIndex face (either view of the
+    same model); the store keeps the Embedder (``embedder``), and builds use nothing else."""
+
+    def __init__(self, settings: Settings, embed_model: Embedder | BaseEmbedding | None):
         if not _COLLECTION_RE.match(settings.collection):
             raise ValueError(f"collection name {settings.collection!r}: use 3-512 chars of [A-Za-z0-9._-]")
         self.settings = settings
         self.data_dir = Path(settings.data_dir)
-        self.embed_model = embed_model
+        self.embedder = as_embedder(embed_model)
         self.manifest: Manifest | None = None
         self.local: LocalIndex | None = None
         self.damage = ""  # what was found broken on open (repair mode), else ''
@@ -63,28 +68,29 @@ class ChunkStore:
         self._vectors = None
         self._embedding_cache: dict[str, list[float]] = {}
         # concurrent queries share one model call (bound to the model, not the store: no reference cycle)
-        self._embed = BatchCoalescer(partial(embed_queries, embed_model))
+        self._embed = BatchCoalescer(partial(embed_queries, self.embedder))
 
     @classmethod
-    def open(cls, settings: Settings, embed_model: BaseEmbedding | None | str = "auto", *,
+    def open(cls, settings: Settings, embed_model: Embedder | BaseEmbedding | None | str = "auto", *,
              repair: bool = False) -> "ChunkStore":
         """Open the index in ``settings.data_dir`` (``"auto"`` loads the model in settings).
 
         Damage raises IndexDamagedError with one line, unless ``repair`` (the builder's mode):
         then ``store.damage`` says what is broken and the store serves what is intact."""
         if embed_model == "auto":
-            embed_model = build_embed_model(settings)
+            embed_model = build_embedder(settings)
         store = cls(settings, embed_model)
         store.reload(repair=repair)
         return store
 
-    def reload(self, repair: bool = False) -> None:
-        """Re-read the manifest and the local index (after a build, possibly by another process)."""
+    def reload(self, repair: bool = False, verify: bool = True) -> None:
+        """Re-read the manifest and the local index (after a build, possibly by another process).
+        ``verify=False`` skips the checksums: for the builder, which sealed or checked the generation itself."""
         self.damage, self.outdated, self.local = "", "", None
         for attempt in range(2):  # a build may switch generations between our two reads: read again
             try:
                 self.manifest = load_manifest(self.data_dir)
-                self.local = self._open_local()
+                self.local = self._open_local(verify)
                 break
             except IndexDamagedError as exc:
                 if attempt == 0 and self._generation_moved():
@@ -101,7 +107,7 @@ class ChunkStore:
         self.search_mode = self._mode()
         self._served = frozenset(self._serveable())
 
-    def _open_local(self) -> LocalIndex | None:
+    def _open_local(self, verify: bool = True) -> LocalIndex | None:
         manifest = self.manifest
         if manifest is None and any((self.data_dir / LOCAL_DIR).glob("gen-*")):
             raise IndexDamagedError(f"{self.data_dir / 'manifest.json'} is missing but {self.data_dir / LOCAL_DIR} "
@@ -110,7 +116,7 @@ class ChunkStore:
             if manifest is not None and manifest.complete_ids():
                 raise IndexDamagedError(f"{self.data_dir / 'manifest.json'} lists APIs but no local index")
             return None
-        local = LocalIndex.load(self.data_dir / LOCAL_DIR / manifest.local_dir)
+        local = LocalIndex.load(self.data_dir / LOCAL_DIR / manifest.local_dir, verify=verify)
         if missing := sorted(f for f in manifest.complete_ids() if f not in local.api_hashes):
             raise IndexDamagedError(f"{local.pack.folder} lacks {len(missing)} complete APIs (e.g. {missing[0]})")
         return local
@@ -122,10 +128,15 @@ class ChunkStore:
             return False
         return latest is not None and self.manifest is not None and latest.local_dir != self.manifest.local_dir
 
+    @property
+    def embed_model(self) -> BaseEmbedding | None:
+        """The model as a LlamaIndex ``BaseEmbedding`` (query side), or None in lexical mode."""
+        return self.embedder.llama if self.embedder is not None else None
+
     def _mode(self) -> str:
-        if self.embed_model is None:
+        if self.embedder is None:
             return LEXICAL
-        built_with, wanted = (self.manifest.embed_model if self.manifest else None), embed_model_id(self.embed_model)
+        built_with, wanted = (self.manifest.embed_model if self.manifest else None), embed_model_id(self.embedder)
         if built_with not in (None, wanted) and self.manifest.apis:
             logger.warning("index was built with embeddings %r but the model now is %r: lexical search only "
                            "until `specrag index` rebuilds it", built_with, wanted)
@@ -183,6 +194,8 @@ class ChunkStore:
 
     def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
+        from llama_index.core.schema import NodeWithScore
+
         def is_stub(hit: NodeWithScore) -> bool:  # flagged, or any node without text
             return bool(hit.node.metadata.get(STUB)) or not hit.node.get_content()
 

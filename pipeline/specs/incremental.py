@@ -3,6 +3,7 @@ record in the previous ``SourceState`` (sources.py) are run; the others reuse th
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | N
         previous = None  # every verdict may differ: read everything again
     stamper = Stamper(previous, limits.max_bytes)
     old = previous.records if previous is not None else {}
-    keys = {j.path: str(Path(j.path).resolve()) for j in jobs}  # records outlive the working directory
+    keys = real_paths([j.path for j in jobs])  # records outlive the working directory
     appeared = [Path(k) for k in keys.values() if k not in old] if old else []
     records: dict[str, SourceRecord] = {}
     todo = []
@@ -78,6 +79,22 @@ def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | N
     summarise(result.report, sorted([ApiSummary.of(a) for a in result.apis] + result.kept, key=lambda a: a.info.file_id))
     result.report.seconds = round(time.perf_counter() - start, 2)
     return result
+
+
+def real_paths(paths: list[str]) -> dict[str, str]:
+    """``str(Path(p).resolve())`` of each path, each folder resolved once: a fleet's thousands of
+    files lie in a few hundred folders (measured: 0.39 s of a one-spec re-index for 3.5k files,
+    one lstat per path component). A file that is itself a symlink is resolved in full."""
+    folders: dict[str, str] = {}
+    out = {}
+    for path in paths:
+        folder, name = os.path.split(path)
+        if folder not in folders:
+            folders[folder] = os.path.realpath(folder or os.curdir)
+        joined = os.path.join(folders[folder], name)
+        out[path] = os.path.realpath(joined) if not name or name in (os.curdir, os.pardir) or os.path.islink(joined) \
+            else joined
+    return out
 
 
 def _bounds(limits: SpecLimits | None) -> dict | None:

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+
+import numpy as np
 
 from pipeline.index import embeddings
-from pipeline.index.embeddings import build_embed_model, embed_model_id
+from pipeline.index.embeddings import as_embedder, build_embed_model, embed_model_id, embed_queries
+from pipeline.index.vector_reuse import embed_text
 from pipeline.settings import Settings
+from pipeline.specs.ingest import ingest_paths
 
 from .fleet import MODEL_DIR
+
+DEMO_SPECS = Path(__file__).resolve().parents[2] / "examples" / "specs"
+QUERIES = ["create a user", "list pets by tag", "weather forecast for a city"]
+
+
+def demo_texts() -> list[str]:
+    """The embed texts of the demo specs' chunks: real texts, of many lengths."""
+    apis = ingest_paths([DEMO_SPECS], Settings().chunk_max_tokens, progress=False).apis
+    return [embed_text(chunk) for api in apis for chunk in api.chunks]
 
 
 def test_local_onnx_model_embeds_short_texts(embed_model):
@@ -19,6 +33,38 @@ def test_local_onnx_model_embeds_short_texts(embed_model):
     similar = sum(a * b for a, b in zip(embed_model.get_query_embedding("pets for sale"), vectors[0]))
     unrelated = sum(a * b for a, b in zip(embed_model.get_query_embedding("pets for sale"), vectors[1]))
     assert similar > unrelated
+
+
+def test_build_side_and_query_side_give_identical_vectors(embed_model):
+    """Builds embed through the Embedder (no LlamaIndex import); queries through its LlamaIndex
+    face, which calls the same Embedder: the same text gets the same vector, bit for bit."""
+    embedder = as_embedder(embed_model)
+    assert embedder is not None and embedder.llama is embed_model
+    texts = demo_texts()
+    assert len(texts) > 20
+    built = np.asarray(embedder.embed_documents(texts))
+    assert np.array_equal(built, np.asarray(embed_model.get_text_embedding_batch(texts)))
+    assert np.array_equal(built[:1], np.asarray([embed_model.get_text_embedding(texts[0])]))
+    for query in QUERIES:
+        one = embed_model.get_query_embedding(query)
+        assert one == embed_queries(embedder, [query])[0] == embedder.embed_queries([query])[0]
+    assert np.allclose(embed_queries(embedder, QUERIES), [embed_model.get_query_embedding(q) for q in QUERIES],
+                       atol=1e-6)  # a batch of queries pads to its longest: equal up to float rounding
+
+
+def test_vectors_are_those_of_llama_index_fastembed(embed_model):
+    """Indexes were built through LlamaIndex's FastEmbedEmbedding and are recorded under its
+    identity: the Embedder gives exactly its vectors, so they are kept, not re-embedded."""
+    from llama_index.embeddings.fastembed import FastEmbedEmbedding
+
+    embedder = as_embedder(embed_model)
+    texts = demo_texts()
+    library = FastEmbedEmbedding(model_name=Settings().embed_model, embed_batch_size=embeddings.EMBED_BATCH_SIZE,
+                                 specific_model_path=str(MODEL_DIR))
+    assert embedder.model_id == f"{library.class_name()}:{library.model_name}"
+    assert np.array_equal(np.asarray(embedder.embed_documents(texts)), np.asarray(library.get_text_embedding_batch(texts)))
+    for query in QUERIES:
+        assert embedder.embed_queries([query])[0] == library.get_query_embedding(query)
 
 
 def test_none_means_lexical_without_warning(caplog):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.specs import ingest
-from pipeline.specs.incremental import ingest_changed
+from pipeline.specs.incremental import ingest_changed, real_paths
 
 from .hostile import GOOD, DyingChunker, limits, spec
 
@@ -90,3 +90,20 @@ def test_only_a_changed_spec_computes_its_dependency_graph_again(tmp_path, monke
     second = _run([corpus], first.state)
     assert calls.read_text().split() == ["other"]
     assert [a.api.file_id for a in second.apis] == ["other"] and [a.info.file_id for a in second.kept] == ["good"]
+
+
+def test_real_paths_are_what_path_resolve_gives(tmp_path, monkeypatch):
+    """Folders resolved once per folder, files that are links in full: the same keys as before."""
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    for name in ("a.json", "sub/b.yaml"):
+        (real / name).write_text("{}")
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    (real / "link.json").symlink_to(real / "sub" / "b.yaml")
+    (real / "dangling.json").symlink_to(tmp_path / "nowhere.json")
+    monkeypatch.chdir(real / "sub")
+    paths = [str(real / "a.json"), str(tmp_path / "linked" / "sub" / "b.yaml"), str(tmp_path / "linked" / "link.json"),
+             str(real / "dangling.json"), "b.yaml", "../a.json", str(tmp_path / "linked" / "sub" / ".." / "a.json"),
+             str(tmp_path / "linked") + "//sub/b.yaml", str(tmp_path / "missing" / "c.json")]
+    assert real_paths(paths) == {p: str(Path(p).resolve()) for p in paths}
+    assert real_paths([str(real / "link.json")])[str(real / "link.json")] == str(real / "sub" / "b.yaml")

@@ -36,8 +36,7 @@ async def test_metrics_count_requests_and_observe_latencies(client, kb_id):
     assert _samples(text, "specrag_latency_seconds_count")['{mode="hybrid",reasoning_effort="none"}'] == 1
     assert _samples(text, "specrag_results_count")[""] == 4  # the four that succeeded
     stages = _samples(text, "specrag_stage_latency_seconds_count")
-    for stage in ("select", "expand", "search", "refs", "HybridRetriever.retrieve", "BasicRetrieval.arun",
-                  "BasicRetrieval.run"):
+    for stage in ("select", "expand", "search", "refs", "HybridRetriever.retrieve", "BasicRetrieval.run"):
         assert any(f'stage="{stage}"' in labels for labels in stages), stage
     assert "# TYPE specrag_truncated_total counter" in text
     labels = " ".join(re.findall(r"\{[^}]*\}", text))

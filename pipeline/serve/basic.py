@@ -87,10 +87,24 @@ class BasicRetrieval:
         kb, query, degraded = self._plan(request)
         return self._respond(kb, request, query, kb.engine.retriever.retrieve(query), start, degraded, request_id)
 
-    @dispatcher.span
     async def arun(self, request: BasicRetrievalRequest, request_id: str | None = None) -> RetrievalResponse:
         """The whole request (plan, retrieval, response) runs in one worker thread, off the event loop:
         one hop instead of the retriever's async path (its events and callbacks on the loop, then a
         thread), and the response is built off the loop. Under 20 concurrent clients: 8.3 vs 11.7 ms
-        of service CPU per request, 97 vs 70 requests/s (``specrag bench-serve``)."""
+        of service CPU per request, 97 vs 70 requests/s (``specrag bench-serve``).
+
+        No span of its own: the request's span tree starts at ``run``, in the thread. The event loop is
+        the service's busiest thread, and a LlamaIndex span costs it a signature binding, a uuid4 (a
+        system call that lets other threads take the interpreter lock) and the handlers' bookkeeping:
+        a tenth of the loop's time under load (py-spy --gil)."""
         return await asyncio.to_thread(self.run, request, request_id)
+
+    async def arun_encoded(self, request: BasicRetrievalRequest,
+                           request_id: str | None = None) -> tuple[RetrievalResponse, bytes]:
+        """``arun``, plus the response's JSON body, encoded in the same worker thread: the HTTP route
+        sends these bytes as they are instead of validating and encoding the response on the event loop."""
+        def run_and_encode() -> tuple[RetrievalResponse, bytes]:
+            response = self.run(request, request_id)
+            return response, response.model_dump_json().encode()
+
+        return await asyncio.to_thread(run_and_encode)

@@ -10,6 +10,7 @@ counters and histograms of all workers, those that exited included."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
@@ -40,6 +41,16 @@ class ServiceMetrics:
                                        registry=r)
         self.http_requests = Counter("specrag_http_requests", "HTTP requests by route template, method and status",
                                      ["route", "method", "status"], registry=r)
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, remembered: prometheus_client checks the values, builds the key and
+        takes a lock on every ``labels`` call, and a request makes about eight (label sets are few and fixed)."""
+        key = (metric, values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children.setdefault(key, metric.labels(*values))
+        return found
 
     def exposition(self) -> tuple[bytes, str]:
         """The text format Prometheus scrapes, and its content type."""

@@ -42,7 +42,8 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
-            self.telemetry.metrics.http_requests.labels(route=route, method=scope["method"], status=str(status[0])).inc()
+            metrics = self.telemetry.metrics
+            metrics.child(metrics.http_requests, route, scope["method"], str(status[0])).inc()
             logger.info("http.request", extra={"event": "http.request", "method": scope["method"], "route": route,
                                                "status": status[0],
                                                "latency_ms": round((time.perf_counter() - start) * 1000, 2)})

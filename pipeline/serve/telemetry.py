@@ -78,14 +78,13 @@ class Telemetry:
 
     def record(self, outcome: Outcome) -> None:
         m = self.metrics
-        m.requests.labels(endpoint=outcome.endpoint, mode=outcome.mode, status=outcome.status).inc()
-        m.latency.labels(mode=outcome.mode, reasoning_effort=outcome.reasoning_effort).observe(
-            outcome.total_latency_ms / 1000)
+        m.child(m.requests, outcome.endpoint, outcome.mode, outcome.status).inc()
+        m.child(m.latency, outcome.mode, outcome.reasoning_effort).observe(outcome.total_latency_ms / 1000)
         if outcome.status == "ok":
             m.tokens_used.observe(outcome.total_tokens)
             m.steps.observe(outcome.steps)
             m.results.observe(outcome.total_results)
         if outcome.truncated:
-            m.truncated.labels(reason=outcome.truncated_reason or "unspecified").inc()
+            m.child(m.truncated, outcome.truncated_reason or "unspecified").inc()
         level = logging.ERROR if outcome.status == "server_error" else logging.INFO
         logger.log(level, outcome.event, extra=outcome.model_dump(exclude={"request_id"}))

@@ -77,7 +77,8 @@ class SpanObserver(BaseSpanHandler[SimpleSpan]):
         spans = self.spans
         started = spans.started.pop(id_, None)
         if started is not None and (telemetry := current_telemetry.get()) is not None:
-            telemetry.metrics.stage_latency.labels(stage=span_name(id_)).observe(time.perf_counter() - started)
+            metrics = telemetry.metrics
+            metrics.child(metrics.stage_latency, span_name(id_)).observe(time.perf_counter() - started)
         span = spans.otel.pop(id_, None)
         if span is not None:
             from opentelemetry.trace import Status, StatusCode
@@ -109,7 +110,7 @@ class StageObserver(BaseEventHandler):
         if telemetry is not None and isinstance(event, StageEndEvent) and event.stage:
             ms = getattr(event.result, "ms", None)
             if ms is not None:
-                telemetry.metrics.stage_latency.labels(stage=event.stage).observe(ms / 1000)
+                telemetry.metrics.child(telemetry.metrics.stage_latency, event.stage).observe(ms / 1000)
 
 
 _observer: SpanObserver | None = None

@@ -61,3 +61,18 @@ def test_a_wrong_number_of_results_is_an_error_and_max_batch_must_be_positive():
         BatchCoalescer(lambda xs: [])("x")
     with pytest.raises(ValueError):
         BatchCoalescer(lambda xs: xs, max_batch=0)
+
+
+@pytest.mark.parametrize("max_batch", [1, 3])
+def test_the_lead_passes_from_batch_to_batch_until_the_queue_is_empty(max_batch):
+    """Callers sleep until their own batch is done or they lead the next one: none is lost or left waiting."""
+    def echo(xs):
+        time.sleep(0.001)
+        return list(xs)
+
+    coalescer = BatchCoalescer(echo, max_batch=max_batch)
+    with ThreadPoolExecutor(12) as pool:
+        futures = [pool.submit(coalescer, i) for i in range(300)]
+        assert [f.result(timeout=30) for f in futures] == list(range(300))
+    assert coalescer.items == 300 and coalescer._queue == [] and not coalescer._running
+    assert coalescer("alone") == "alone"  # idle again: the next caller leads at once

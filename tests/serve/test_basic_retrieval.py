@@ -114,3 +114,18 @@ async def test_a_lexical_index_answers_vector_requests_with_keyword_search_and_s
     body = r.json()
     assert r.status_code == 200 and body["results"][0]["chunk_id"] == "users_api:paths/~1users/post"
     assert "keyword search instead" in body["degraded"] and "mode=keyword" in body["steps"][0]["detail"]
+
+
+async def test_the_body_is_the_response_models_own_json_and_documented_as_it(client, kb_id, app):
+    """The route sends bytes encoded in the worker thread: the same bytes FastAPI writes for its response_model."""
+    from pydantic import TypeAdapter
+
+    from pipeline.api_models import RetrievalResponse
+
+    r = await client.post(URL, json={"kb_id": kb_id, "query": "create a new user account", "mode": "keyword"})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    parsed = RetrievalResponse.model_validate_json(r.content)
+    assert parsed.results and parsed.request_id == r.headers["x-request-id"]
+    assert r.content == TypeAdapter(RetrievalResponse).dump_json(parsed)
+    ok = app.openapi()["paths"][URL]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok == {"$ref": "#/components/schemas/RetrievalResponse"}

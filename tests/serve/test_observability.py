@@ -36,8 +36,7 @@ async def test_metrics_count_requests_and_observe_latencies(client, kb_id):
     assert _samples(text, "specrag_latency_seconds_count")['{mode="hybrid",reasoning_effort="none"}'] == 1
     assert _samples(text, "specrag_results_count")[""] == 4  # the four that succeeded
     stages = _samples(text, "specrag_stage_latency_seconds_count")
-    for stage in ("select", "expand", "search", "refs", "HybridRetriever.retrieve", "BasicRetrieval.arun",
-                  "BasicRetrieval.run"):
+    for stage in ("select", "expand", "search", "refs", "HybridRetriever.retrieve", "BasicRetrieval.run"):
         assert any(f'stage="{stage}"' in labels for labels in stages), stage
     assert "# TYPE specrag_truncated_total counter" in text
     labels = " ".join(re.findall(r"\{[^}]*\}", text))
@@ -104,3 +103,19 @@ async def test_a_request_is_one_span_tree_in_opentelemetry(client, kb_id):
         while span.parent is not None:
             span = by_id[span.parent.span_id]
         assert span is roots[0]
+
+
+def test_a_remembered_metric_child_is_the_one_labels_gives_and_counts_in_the_exposition():
+    from pipeline.serve.metrics import ServiceMetrics
+
+    metrics = ServiceMetrics()
+    first = metrics.child(metrics.requests, "retrieve.basic", "vector", "ok")
+    assert metrics.child(metrics.requests, "retrieve.basic", "vector", "ok") is first
+    assert first is metrics.requests.labels(endpoint="retrieve.basic", mode="vector", status="ok")
+    first.inc()
+    metrics.child(metrics.requests, "retrieve.basic", "vector", "ok").inc()
+    metrics.child(metrics.requests, "retrieve.basic", "keyword", "ok").inc()
+    text = metrics.exposition()[0].decode()
+    requests = _samples(text, "specrag_requests_total")
+    assert requests['{endpoint="retrieve.basic",mode="vector",status="ok"}'] == 2
+    assert requests['{endpoint="retrieve.basic",mode="keyword",status="ok"}'] == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from pipeline.api_models import BasicRetrievalRequest, RetrievalResponse
 from pipeline.serve.basic import BasicRetrieval
@@ -16,12 +16,12 @@ router = APIRouter(tags=["retrieval"])
 
 @router.post("/api/v1/retrieve/basic", response_model=RetrievalResponse, responses=ERRORS)
 async def retrieve_basic(body: BasicRetrievalRequest, request: Request,
-                         kbs: KnowledgeBases = Caller) -> RetrievalResponse:
+                         kbs: KnowledgeBases = Caller) -> Response:
     """Top-k chunks (operations, schemas, error responses) for a query: keyword, vector or hybrid search,
     with metadata filters and a similarity threshold."""
     app = state(request)
     async with app.telemetry.track("retrieve.basic", mode=body.mode.value, kb_id=body.kb_id) as outcome:
         check_tenant_id(kbs, body)
-        response = await BasicRetrieval(kbs).arun(body, request_id=request_id_var.get())
+        response, encoded = await BasicRetrieval(kbs).arun_encoded(body, request_id=request_id_var.get())
         outcome.add_response(response)
-    return response
+    return Response(encoded, media_type="application/json")  # built as a RetrievalResponse: nothing to re-validate

@@ -30,6 +30,22 @@ class CommandParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
+def number_in(low: float, high: float, kind: type = int):
+    """An argparse type: ``kind`` within [low, high], else the usual one-line argparse error
+    (flags bypass the settings' own validation of the variables they stand for)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:  # NaN fails the comparison too
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'} "
+                                             f"from {low} to {high}")
+        return value
+
+    return parse
+
+
 def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", dest="data_dir", type=Path, help="index folder (env SPECRAG_DATA_DIR, default .specrag)")
     p.add_argument("--catalog-dir", dest="catalog_dir", type=Path,

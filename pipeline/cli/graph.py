@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from pipeline.cli.common import add_common, open_engine
+from pipeline.cli.common import add_common, number_in, open_engine
 from pipeline.settings import Settings
 
 
@@ -17,7 +17,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("question")
     _corpus(p)
     p.add_argument("--apis", help="comma-separated API ids: skip stage 1 and plan within these")
-    p.add_argument("--token-budget", dest="token_budget", type=int, help="context tokens for the whole plan")
+    p.add_argument("--token-budget", dest="token_budget", type=number_in(100, 100_000, int),
+                   help="context tokens for the whole plan")
     add_common(p)
     p.set_defaults(handler=plan)
 

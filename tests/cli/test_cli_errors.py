@@ -86,3 +86,21 @@ def test_unusable_data_dir_is_one_line(tmp_path):
     (tmp_path / "a-file").write_text("not a folder")
     assert_one_line_error(run_cli("index", str(DEMO_SPECS), "--data-dir", "a-file", cwd=tmp_path),
                           "Not a directory", "a-file")
+
+
+@pytest.mark.parametrize("args, flag, allowed", [
+    (["serve", "--port", "8711349"], "--port", "an integer from 0 to 65535"),
+    (["mcp", "--port", "-1"], "--port", "an integer from 0 to 65535"),
+    (["serve", "--workers", "1000"], "--workers", "an integer from 1 to 64"),
+    (["bench-serve", "--queries", "q.jsonl", "--clients", "0"], "--clients", "an integer from 1 to 1000"),
+    (["bench-serve", "--queries", "q.jsonl", "--duration", "nan"], "--duration", "a number from 0.1 to 86400"),
+    (["plan", "create a user", "--token-budget", "-5"], "--token-budget", "an integer from 100 to 100000"),
+])
+def test_out_of_range_flag_is_refused_before_anything_runs(tmp_path, args, flag, allowed):
+    """A flag stands for a validated setting (--port for SPECRAG_PORT) but is not read through it:
+    it is checked itself, with argparse's one-line error, before a server binds or a run starts."""
+    proc = run_cli(*args, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"specrag {args[0]}: error: argument {flag}:") and line.endswith(allowed), line
+    assert proc.stdout == "" and not (tmp_path / ".specrag").exists()

@@ -38,11 +38,8 @@ def _pack_lines(lines: list[str], budget: int, count: Callable[[str], int]) -> l
     pieces: list[str] = []
     current: list[str] = []
     used = 0
-    counted: dict[str, int] = {}  # a big fragment repeats its lines ("type: string"): count each once
-    for line in lines:
-        if line not in counted:
-            counted[line] = count(line) + 1
-        n = counted[line]
+    for line in lines:  # repeated lines ("type: string") cost a lookup: ingest counts with a SegmentTokenCounter
+        n = count(line) + 1
         if n > budget:  # one huge line (a long description or example): cut it by characters
             step = max(budget // 4, 50)  # <= 4 tokens per character, even for emoji
             for start in range(0, len(line), step):

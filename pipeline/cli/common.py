@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from pipeline.cli.output import show_progress
 from pipeline.envfile import explicit_env_file
 from pipeline.settings import Settings
@@ -44,6 +46,15 @@ def number_in(low: float, high: float, kind: type = int):
         return value
 
     return parse
+
+
+def field_range(model: type[BaseModel], field: str) -> tuple[float, float, type]:
+    """(low, high, type) of a numeric field, from its own constraints: the range of a flag that
+    stands for a setting or a request field (``--port`` for SPECRAG_PORT) is said once, there."""
+    info = model.model_fields[field]
+    low = next(m.ge for m in info.metadata if hasattr(m, "ge"))
+    high = next(m.le for m in info.metadata if hasattr(m, "le"))
+    return low, high, info.annotation
 
 
 def add_common(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from pipeline.cli.common import add_common, number_in, open_engine
+from pipeline.api_models import AgenticRetrievalRequest
+from pipeline.cli.common import add_common, field_range, number_in, open_engine
 from pipeline.settings import Settings
 
 
@@ -17,7 +18,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("question")
     _corpus(p)
     p.add_argument("--apis", help="comma-separated API ids: skip stage 1 and plan within these")
-    p.add_argument("--token-budget", dest="token_budget", type=number_in(100, 100_000, int),
+    p.add_argument("--token-budget", dest="token_budget",
+                   type=number_in(*field_range(AgenticRetrievalRequest, "token_budget")),
                    help="context tokens for the whole plan")
     add_common(p)
     p.set_defaults(handler=plan)

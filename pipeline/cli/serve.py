@@ -8,7 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from pipeline.cli.common import add_common, number_in
+from pipeline.api_models import BasicRetrievalRequest
+from pipeline.cli.common import add_common, field_range, number_in
 from pipeline.errors import SpecragError
 from pipeline.settings import Settings
 
@@ -20,7 +21,8 @@ _PATH_FIELDS = ("data_dir", "catalog_dir", "env_file")
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="the HTTP retrieval service (FastAPI + uvicorn)")
     _add_server_options(p)
-    p.add_argument("--workers", type=number_in(1, 64, int), help="processes serving the port, each with its own copy of the index "
+    p.add_argument("--workers", type=number_in(*field_range(Settings, "serve_workers")),
+                   help="processes serving the port, each with its own copy of the index "
                    "(env SPECRAG_SERVE_WORKERS, default 1)")
     p.set_defaults(handler=serve)
     p = sub.add_parser("mcp", help="the MCP server (stdio, or streamable HTTP)")
@@ -35,8 +37,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=number_in(0.1, 86400, float), default=60.0, help="timed seconds (after --warmup)")
     p.add_argument("--warmup", type=number_in(0, 3600, float), default=5.0)
     p.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="vector")
-    p.add_argument("--top-k", dest="top_k", type=number_in(1, 100, int), default=10)
-    p.add_argument("--workers", type=number_in(1, 64, int), help="worker processes of the service started for the run (default: "
+    p.add_argument("--top-k", dest="top_k", type=number_in(*field_range(BasicRetrievalRequest, "top_k")), default=10)
+    p.add_argument("--workers", type=number_in(*field_range(Settings, "serve_workers")),
+                   help="worker processes of the service started for the run (default: "
                    "SPECRAG_SERVE_WORKERS); not with --url")
     p.add_argument("--hot-reindex", dest="hot_reindex", type=Path, metavar="CORPUS",
                    help="serve a copy of CORPUS and, mid-run, change one spec in it and re-index it (`specrag "
@@ -63,7 +66,8 @@ def _add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kb", action="append", metavar="KB_ID", help="serve an indexed corpus by its folder name "
                    "under <data-dir>/corpora (repeatable)")
     p.add_argument("--host", help="bind address (env SPECRAG_HOST, default 127.0.0.1)")
-    p.add_argument("--port", type=number_in(0, 65535, int), help="port (env SPECRAG_PORT, default 8080)")
+    p.add_argument("--port", type=number_in(*field_range(Settings, "serve_port")),
+                   help="port (env SPECRAG_PORT, default 8080)")
     add_common(p)
 
 

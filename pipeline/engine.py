@@ -97,8 +97,7 @@ class ApiQueryEngine(CustomQueryEngine):
             selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
             expansion = self._done(self.expander.expand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
-            search = self._done(self._search.search(query, expansion, selection.selected_apis,
-                                                    only=selection.mode is StageMode.GIVEN))
+            search = self._done(self._search.search(query, expansion, selection))
             nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
                                                       query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
@@ -112,8 +111,7 @@ class ApiQueryEngine(CustomQueryEngine):
             selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
             expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
-            search = self._done(await self._search.asearch(query, expansion, selection.selected_apis,
-                                                           only=selection.mode is StageMode.GIVEN))
+            search = self._done(await self._search.asearch(query, expansion, selection))
             nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
                                                              query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)

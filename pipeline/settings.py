@@ -114,6 +114,11 @@ class Settings(BaseSettings):
     api_decay: float | None = Field(0.7, gt=0, le=1, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_API_DECAY"),
                                     description="stage 3: each selected API is ranked on its own and the i-th "
                                                 "weighs decay**i in the merge; unset to rank them as one scope")
+    api_order_margin: float = Field(0.07, ge=0, le=1, allow_inf_nan=False,
+                                    validation_alias=_env("RETRIEVAL_API_ORDER_MARGIN"),
+                                    description="stage 3: when offline stage 1's first API leads the second by "
+                                                "less than this share of its score, the per-API merge is fused "
+                                                "with the selected APIs ranked as one scope; 0 = never")
 
     # LLM (stages 1 and 2, optional synthesis)
     openai_api_key: str | None = Field(None, min_length=1, validation_alias=_env("OPENAI_API_KEY"),

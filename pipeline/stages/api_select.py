@@ -42,6 +42,13 @@ def api_document(entry_text: str, index: ApiIndex | None) -> str:
     return " ".join(parts)
 
 
+def _lead(ranked: list[tuple[str, float]]) -> float | None:
+    """The first API's lead over the second, as a share of its fused score (None: one API)."""
+    if len(ranked) < 2 or ranked[0][1] <= 0:
+        return None
+    return min(1.0, max(0.0, (ranked[0][1] - ranked[1][1]) / ranked[0][1]))
+
+
 class KeywordApiSelector:
     """Offline stage 1; also the LLM selector's shortlister and fallback."""
 
@@ -106,7 +113,7 @@ class KeywordApiSelector:
             kept = [(api, score) for api, score in ranked if score >= top * self.drop_off]
             signals = [name for name, weight in zip(("catalog BM25", "catalog vector", "endpoint evidence"),
                                                     self.active_weights()) if weight]
-            result = ApiSelection(selected_apis=[api for api, _ in kept], reasoning=(
+            result = ApiSelection(selected_apis=[api for api, _ in kept], lead=_lead(ranked), reasoning=(
                 f"keyword ranking ({' + '.join(signals)}): " + ", ".join(f"{a} {s:.4f}" for a, s in kept)))
         result.fall_back("no_llm", "offline: keyword selection")
         result.ms = elapsed_ms(start)

@@ -4,10 +4,12 @@ The per-query filters travel in the query bundle (:class:`SpecQuery`): ``file_id
 ``types`` are applied on both sides, so no chunk of another API can come back.
 ``prefer_file_ids`` is the soft form: the search over those APIs is fused with a search over
 the whole index (``fleet_weight``), so preferred APIs rank first but a strong hit elsewhere still
-gets in. The vector side embeds ``embedding_strs`` (the user's words); BM25 reads ``query_str``
-(the expanded query). A plain ``QueryBundle`` searches the whole index with the defaults.
-``SpecQuery.mode`` picks one side (keyword: BM25 only, vector: vectors only); a single side
-keeps its own scores (BM25, or the vector similarity), both sides are fused.
+gets in; ``prefer_lead`` says how sure stage 1 is of that order (an unsure order is also ranked
+as one scope, :meth:`HybridRetriever._preferred`). The vector side embeds ``embedding_strs``
+(the user's words); BM25 reads ``query_str`` (the expanded query). A plain ``QueryBundle``
+searches the whole index with the defaults. ``SpecQuery.mode`` picks one side (keyword: BM25
+only, vector: vectors only); a single side keeps its own scores (BM25, or the vector
+similarity), both sides are fused.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class HybridRetriever(BaseRetriever):
 
     def __init__(self, index: SearchIndex, *, top_k: int = 5, rrf_k: int = DEFAULT_K, vector_weight: float = 0.6,
                  bm25_weight: float = 0.4, candidates: int = 30, fleet_weight: float = 0.5,
-                 api_decay: float | None = 0.7):
+                 api_decay: float | None = 0.7, order_margin: float = 0.07):
         super().__init__()
         self.index = index
         self.top_k = top_k
@@ -65,6 +67,7 @@ class HybridRetriever(BaseRetriever):
         self.candidates = candidates
         self.fleet_weight = fleet_weight  # weight of the whole-index rankings against the preferred APIs' (1.0)
         self.api_decay = api_decay  # weight of the i-th preferred API's own ranking: decay ** i (None: one scope)
+        self.order_margin = order_margin  # a stage-1 lead below this: the order is a guess (see _preferred)
 
     @property
     def search_mode(self) -> str:
@@ -75,7 +78,8 @@ class HybridRetriever(BaseRetriever):
     def from_settings(cls, index: SearchIndex, settings: Settings) -> "HybridRetriever":
         return cls(index, top_k=settings.max_primary_results, rrf_k=settings.rrf_k,
                    vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,
-                   fleet_weight=settings.fleet_weight, api_decay=settings.api_decay)
+                   fleet_weight=settings.fleet_weight, api_decay=settings.api_decay,
+                   order_margin=settings.api_order_margin)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Fused top k; ``SpecQuery(hydrate=False)`` leaves them as id/API/type stubs (cheap)."""
@@ -110,7 +114,11 @@ class HybridRetriever(BaseRetriever):
     def _preferred(self, query: SpecQuery, depth: int) -> list[NodeWithScore]:
         """Each preferred API ranked on its own, merged by reciprocal rank weighted by the API's place
         in the preference (``api_decay ** i``): the first API's best hits lead, and a big API's many
-        near-matches cannot bury a small API's one good operation."""
+        near-matches cannot bury a small API's one good operation.
+
+        When stage 1 barely prefers its first API (``prefer_lead`` under ``order_margin``), that
+        order is close to a guess: the per-API merge is fused (equal weights) with the preferred
+        APIs' ranking as one scope, where the API with more strong hits gets more places."""
         apis = list(dict.fromkeys(query.prefer_file_ids))
         if self.api_decay is None or len(apis) == 1:
             return self._hybrid(query, query.query_str, apis, depth)
@@ -119,7 +127,12 @@ class HybridRetriever(BaseRetriever):
             hits = self._hybrid(query, query.query_str, [api], depth)
             by_id.update((h.node.node_id, h) for h in hits)
             rankings.append(([h.node.node_id for h in hits], self.api_decay ** i))
-        return [NodeWithScore(node=by_id[i].node, score=score) for i, score in weighted_rrf(rankings, k=0)]
+        by_api = weighted_rrf(rankings, k=0)
+        if query.prefer_lead is not None and query.prefer_lead < self.order_margin:
+            scope = self._hybrid(query, query.query_str, apis, depth)
+            by_id.update((h.node.node_id, h) for h in scope)
+            by_api = weighted_rrf([([i for i, _ in by_api], 1.0), ([h.node.node_id for h in scope], 1.0)], k=0)
+        return [NodeWithScore(node=by_id[i].node, score=score) for i, score in by_api]
 
     def _hybrid(self, query: SpecQuery, lexical_query: str, file_ids: list[str] | None,
                 depth: int) -> list[NodeWithScore]:

@@ -21,6 +21,7 @@ class SpecQuery(QueryBundle):
 
     file_ids: Optional[list[str]] = None  # None: every API; []: none (nothing comes back)
     prefer_file_ids: Optional[list[str]] = None  # soft: these APIs first, fused with the whole index
+    prefer_lead: Optional[float] = None  # stage 1's confidence in that order (ApiSelection.lead); None: trust it
     types: Optional[list[str]] = None  # chunk types: endpoint, component, errors; None: all
     methods: Optional[list[str]] = None  # HTTP methods (GET, POST...) of operation/errors chunks; None: all chunks
     top_k: Optional[int] = None  # None: the retriever's default

@@ -76,6 +76,9 @@ class ApiSelection(StageResult):
     selected_apis: list[str] = Field(default_factory=list, description="catalog file_ids, most relevant first")
     reasoning: str = ""
     dropped_ids: list[str] = Field(default_factory=list, description="LLM-selected ids not in the catalog")
+    lead: float | None = Field(None, ge=0, le=1, description=(
+        "how far the first API's score leads the second's, as a share of the first's (the keyword "
+        "ranking's fused scores); None when the order has no scores (an LLM's or the caller's)"))
 
 
 class QueryExpansion(StageResult):

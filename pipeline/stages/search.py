@@ -17,7 +17,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
 from pipeline.stages.intent import TYPES_FOR_INTENT, classify
 from pipeline.stages.query import SpecQuery
-from pipeline.stages.results import ADDED_STEP, AddedStep, QueryExpansion, SearchResult
+from pipeline.stages.results import ADDED_STEP, AddedStep, ApiSelection, QueryExpansion, SearchResult, StageMode
 from pipeline.stages.timing import elapsed_ms
 
 RANKING_DEPTH = 10  # candidates ranked per query (the ranking metrics read the top 10)
@@ -33,16 +33,19 @@ class SearchStage:
         self.query_analysis = query_analysis
         self.min_typed_results = min_typed_results
 
-    def search(self, query: str, expansion: QueryExpansion, apis: list[str], only: bool = False) -> SearchResult:
-        """Rank chunks for the user's ``query`` and its expansion: ``apis`` first (stage 1's
-        selection, fused with the whole index), or ``only`` those APIs (the caller named them)."""
+    def search(self, query: str, expansion: QueryExpansion, selection: ApiSelection) -> SearchResult:
+        """Rank chunks for the user's ``query`` and its expansion: the selected APIs first (fused
+        with the whole index, as firmly as stage 1 is sure of its order), or only those APIs when
+        the caller named them."""
         start = time.perf_counter()
+        apis, only = selection.selected_apis, selection.mode is StageMode.GIVEN
         result = SearchResult(search_mode=getattr(self.retriever, "search_mode", "hybrid"))
         if not apis:
             result.warnings.append("no API selected: searched the whole index")
         spec_query = SpecQuery(query_str=expansion.expanded_query, custom_embedding_strs=[query],
                                file_ids=list(apis) if only and apis else None,
-                               prefer_file_ids=list(apis) if apis and not only else None, top_k=self.depth)
+                               prefer_file_ids=list(apis) if apis and not only else None,
+                               prefer_lead=selection.lead, top_k=self.depth)
         if self.query_analysis:
             intent = classify(query)
             result.intent = intent.value
@@ -61,6 +64,6 @@ class SearchStage:
         result.ms = elapsed_ms(start)
         return result
 
-    async def asearch(self, query: str, expansion: QueryExpansion, apis: list[str], only: bool = False) -> SearchResult:
+    async def asearch(self, query: str, expansion: QueryExpansion, selection: ApiSelection) -> SearchResult:
         """CPU-bound: runs in a worker thread, off the event loop."""
-        return await asyncio.to_thread(self.search, query, expansion, apis, only)
+        return await asyncio.to_thread(self.search, query, expansion, selection)

@@ -96,3 +96,36 @@ def test_vector_mode_on_a_lexical_index_finds_nothing_and_methods_reach_both_sid
     index = ListIndex(["a:1"], ["a:1"])
     HybridRetriever(index).retrieve(SpecQuery("q", methods=["POST"], hydrate=False))
     assert [c[-1] for c in index.calls] == [["POST"], ["POST"]]
+
+
+class ScopedIndex(ListIndex):
+    """Both sides rank one fixed order, filtered to the APIs asked for (as the real index filters)."""
+
+    def __init__(self, order):
+        super().__init__(order, order)
+
+    def _scoped(self, file_ids, top_k):
+        return [h for h in self._hits(self.vector_ids) if file_ids is None or h.node.metadata["source_file"] in file_ids][:top_k]
+
+    def vector_search(self, query, file_ids, types, top_k, hydrate=True, methods=None):
+        return self._scoped(file_ids, top_k)
+
+    def lexical_search(self, query, file_ids, types, top_k, hydrate=True, methods=None):
+        return self._scoped(file_ids, top_k)
+
+
+def test_an_unsure_api_order_lets_the_api_with_the_stronger_hits_lead():
+    # stage 1 put the small API first; as one scope, the big API's three hits outrank it
+    index = ScopedIndex(["big:1", "big:2", "big:3", "small:1", "small:2"])
+    retriever = HybridRetriever(index, top_k=5, fleet_weight=0.0, api_decay=0.7, order_margin=0.07)
+
+    def ranking(lead):
+        query = SpecQuery("q", prefer_file_ids=["small", "big"], prefer_lead=lead, hydrate=False)
+        return [h.node.node_id for h in retriever.retrieve(query)]
+
+    per_api = ["small:1", "big:1", "small:2", "big:2", "big:3"]  # decay: the first API's best hit leads
+    assert ranking(None) == per_api  # an order without scores (an LLM's) is trusted
+    assert ranking(0.07) == per_api  # a lead at the margin is trusted
+    assert ranking(0.02) == ["big:1", "small:1", "big:2", "big:3", "small:2"]  # fused with the one-scope ranking
+    assert HybridRetriever(index, top_k=5, fleet_weight=0.0, order_margin=0.0).retrieve(
+        SpecQuery("q", prefer_file_ids=["small", "big"], prefer_lead=0.0, hydrate=False))[0].node.node_id == "small:1"

@@ -124,3 +124,12 @@ def test_rrf_weights_and_ties_are_deterministic():
     assert weighted_rrf([]) == []
     with pytest.raises(ValueError, match="k must be"):
         weighted_rrf([(["a"], 1.0)], k=-1)
+
+
+def test_selection_says_how_far_its_first_api_leads(catalog, indexes):
+    selector = KeywordApiSelector(catalog, indexes, drop_off=0.0)
+    ranked = selector.shortlist("user pet store order", 2)
+    selection = selector.select("user pet store order")
+    assert len(ranked) == 2 and selection.lead == pytest.approx((ranked[0][1] - ranked[1][1]) / ranked[0][1])
+    assert 0 <= selection.lead <= 1
+    assert KeywordApiSelector(catalog, indexes, max_apis=1).select("list pets").lead is None  # nothing to lead

@@ -55,6 +55,9 @@ def test_instrumentation_sees_retrieval_and_postprocessing_of_one_query(demo_eng
     assert names.index("RetrievalEndEvent") < names.index("ReferenceExpansionStartEvent")
     stages = [e.stage for e in recorder.events if isinstance(e, StageEndEvent)]
     assert stages == ["select", "expand", "search", "refs"]
+    selection = next(e.result for e in recorder.events if isinstance(e, StageEndEvent) and e.stage == "select")
+    stage3 = [q for q in searched if isinstance(q, SpecQuery) and q.prefer_file_ids]
+    assert selection.lead is not None and all(q.prefer_lead == selection.lead for q in stage3)  # how sure stage 1 is
     assert any(isinstance(e, RetrievalEndEvent) and e.nodes for e in recorder.events)
     assert sum(isinstance(e, ReferenceExpansionStartEvent) for e in recorder.events) == 1
 

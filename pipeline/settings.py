@@ -99,7 +99,11 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=1, le=10_000, validation_alias=_env("RETRIEVAL_RRF_K"))
     vector_weight: float = Field(0.6, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_VECTOR_WEIGHT"))
     bm25_weight: float = Field(0.4, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_BM25_WEIGHT"))
-    max_selected_apis: int = Field(3, ge=1, le=20, validation_alias=_env("SELECTION_MAX_APIS"))
+    max_selected_apis: int = Field(3, ge=1, le=20, validation_alias=_env("SELECTION_MAX_APIS"),
+                                   description="stage 1 by LLM: APIs it may pick")
+    selection_keyword_max_apis: int = Field(4, ge=1, le=20, validation_alias=_env("SELECTION_KEYWORD_MAX_APIS"),
+                                            description="offline stage 1 (and the LLM's fallback): APIs the keyword "
+                                                        "selector keeps (chosen leave-one-set-out, README)")
     selection_weights: tuple[NonNegativeWeight, NonNegativeWeight, NonNegativeWeight] = Field(
         (0.0, 0.25, 1.0), validation_alias=_env("SELECTION_WEIGHTS"),
         json_schema_extra={"allowed": "a JSON list of three numbers, each >= 0 and <= 100"},
@@ -111,7 +115,7 @@ class Settings(BaseSettings):
     fleet_weight: float = Field(0.5, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_FLEET_WEIGHT"),
                                 description="stage 3: weight of the whole-fleet search fused with the selected "
                                             "APIs' search (1.0); 0 makes stage 1 a hard filter")
-    api_decay: float | None = Field(0.7, gt=0, le=1, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_API_DECAY"),
+    api_decay: float | None = Field(0.6, gt=0, le=1, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_API_DECAY"),
                                     description="stage 3: each selected API is ranked on its own and the i-th "
                                                 "weighs decay**i in the merge; unset to rank them as one scope")
     api_order_margin: float = Field(0.07, ge=0, le=1, allow_inf_nan=False,

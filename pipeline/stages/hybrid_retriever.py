@@ -58,7 +58,7 @@ class HybridRetriever(BaseRetriever):
 
     def __init__(self, index: SearchIndex, *, top_k: int = 5, rrf_k: int = DEFAULT_K, vector_weight: float = 0.6,
                  bm25_weight: float = 0.4, candidates: int = 30, fleet_weight: float = 0.5,
-                 api_decay: float | None = 0.7, order_margin: float = 0.07):
+                 api_decay: float | None = 0.6, order_margin: float = 0.07):
         super().__init__()
         self.index = index
         self.top_k = top_k

@@ -165,3 +165,16 @@ def test_a_selector_without_a_client_says_no_llm(catalog, fallback_selector, pro
     result = LLMApiSelector(None, catalog, fallback_selector, prompts, settings).select(QUERY)
     assert [(f.stage, f.reason) for f in result.fallbacks] == [("select", "no_llm")]
     assert result.selected_apis == ["tmdb"] and result.llm_calls == []
+
+
+def test_the_llm_and_the_keyword_fallback_each_keep_their_own_number_of_apis(server, llm_engine):
+    engine = llm_engine(max_selected_apis=1, selection_keyword_max_apis=2, llm_max_attempts=1)
+    server.script(answer({"selected_apis": ["users_api", "petstore_v2"], "reasoning": "both"}))
+    by_llm = engine.selector.select("create a user who orders a pet")
+    assert by_llm.fallbacks == [] and by_llm.selected_apis == ["users_api"]  # SELECTION_MAX_APIS
+    server.script(default=Reply(status=500))
+    fallen = engine.selector.select("create a user who orders a pet in the store")
+    assert [f.reason for f in fallen.fallbacks] == ["server_error"]
+    assert sorted(fallen.selected_apis) == ["petstore_v2", "users_api"]  # SELECTION_KEYWORD_MAX_APIS
+    one = llm_engine(max_selected_apis=1, selection_keyword_max_apis=1, llm_max_attempts=1)
+    assert len(one.selector.select("create a user who orders a pet in the store").selected_apis) == 1

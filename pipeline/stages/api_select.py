@@ -43,10 +43,11 @@ def api_document(entry_text: str, index: ApiIndex | None) -> str:
 
 
 def _lead(ranked: list[tuple[str, float]]) -> float | None:
-    """The first API's lead over the second, as a share of its fused score (None: one API)."""
+    """The first API's lead over the second (``ranked`` is best first), as a share of its fused
+    score (None: one API)."""
     if len(ranked) < 2 or ranked[0][1] <= 0:
         return None
-    return min(1.0, max(0.0, (ranked[0][1] - ranked[1][1]) / ranked[0][1]))
+    return (ranked[0][1] - ranked[1][1]) / ranked[0][1]
 
 
 class KeywordApiSelector:

@@ -53,6 +53,18 @@ def collapse_parts(hits: list[NodeWithScore]) -> list[NodeWithScore]:
     return out
 
 
+def fuse_hits(sides: list[tuple[list[NodeWithScore | None], float]], k: int) -> list[NodeWithScore]:
+    """Hit lists fused by weighted reciprocal rank (:func:`weighted_rrf`), as hits. A ``None``
+    entry holds a rank without a hit (a list with some hits taken out keeps its ranks)."""
+    first: dict[str, NodeWithScore] = {}
+    for hits, _ in sides:
+        for hit in hits:
+            if hit is not None:
+                first.setdefault(hit.node.node_id, hit)
+    rankings = [([hit.node.node_id if hit is not None else None for hit in hits], weight) for hits, weight in sides]
+    return [NodeWithScore(node=first[i].node, score=score) for i, score in weighted_rrf(rankings, k)]
+
+
 class HybridRetriever(BaseRetriever):
     """Holds only what is the same for every query: the index, the fusion weights, the depth."""
 
@@ -106,10 +118,8 @@ class HybridRetriever(BaseRetriever):
             return preferred
         chosen = set(query.prefer_file_ids)
         fleet = self._hybrid(query, query.question, None, depth)  # the user's words alone, like a plain search
-        by_id = {h.node.node_id: h for h in (*preferred, *fleet)}
-        others = [None if h.node.metadata.get("source_file") in chosen else h.node.node_id for h in fleet]
-        fused = weighted_rrf([([h.node.node_id for h in preferred], 1.0), (others, self.fleet_weight)], k=0)
-        return [NodeWithScore(node=by_id[i].node, score=score) for i, score in fused]
+        others = [None if h.node.metadata.get("source_file") in chosen else h for h in fleet]
+        return fuse_hits([(preferred, 1.0), (others, self.fleet_weight)], k=0)
 
     def _preferred(self, query: SpecQuery, depth: int) -> list[NodeWithScore]:
         """Each preferred API ranked on its own, merged by reciprocal rank weighted by the API's place
@@ -122,17 +132,11 @@ class HybridRetriever(BaseRetriever):
         apis = list(dict.fromkeys(query.prefer_file_ids))
         if self.api_decay is None or len(apis) == 1:
             return self._hybrid(query, query.query_str, apis, depth)
-        rankings, by_id = [], {}
-        for i, api in enumerate(apis):
-            hits = self._hybrid(query, query.query_str, [api], depth)
-            by_id.update((h.node.node_id, h) for h in hits)
-            rankings.append(([h.node.node_id for h in hits], self.api_decay ** i))
-        by_api = weighted_rrf(rankings, k=0)
+        by_api = fuse_hits([(self._hybrid(query, query.query_str, [api], depth), self.api_decay ** i)
+                            for i, api in enumerate(apis)], k=0)
         if query.prefer_lead is not None and query.prefer_lead < self.order_margin:
-            scope = self._hybrid(query, query.query_str, apis, depth)
-            by_id.update((h.node.node_id, h) for h in scope)
-            by_api = weighted_rrf([([i for i, _ in by_api], 1.0), ([h.node.node_id for h in scope], 1.0)], k=0)
-        return [NodeWithScore(node=by_id[i].node, score=score) for i, score in by_api]
+            by_api = fuse_hits([(by_api, 1.0), (self._hybrid(query, query.query_str, apis, depth), 1.0)], k=0)
+        return by_api
 
     def _hybrid(self, query: SpecQuery, lexical_query: str, file_ids: list[str] | None,
                 depth: int) -> list[NodeWithScore]:
@@ -146,15 +150,7 @@ class HybridRetriever(BaseRetriever):
             sides.append((collapse_parts(self.index.lexical_search(lexical_query, **filters)), self.weights[1]))
         if query.mode in (SearchMode.KEYWORD, SearchMode.VECTOR):
             return sides[0][0] if sides else []
-        return self._fuse(sides)
-
-    def _fuse(self, sides: list[tuple[list[NodeWithScore], float]]) -> list[NodeWithScore]:
-        first: dict[str, NodeWithScore] = {}
-        for hits, _ in sides:
-            for hit in hits:
-                first.setdefault(hit.node.node_id, hit)
-        rankings = [([hit.node.node_id for hit in hits], weight) for hits, weight in sides]
-        return [NodeWithScore(node=first[i].node, score=score) for i, score in weighted_rrf(rankings, self.rrf_k)]
+        return fuse_hits(sides, self.rrf_k)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return await asyncio.to_thread(self._retrieve, query_bundle)

@@ -49,20 +49,18 @@ class Postings:
         """Known terms only, repeats kept (a repeated query word counts twice, as in bm25s)."""
         return [self._term_id[t] for t in terms if t in self._term_id]
 
-    def score(self, term_ids: list[int], allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, scores > 0) of the rows where ``allowed`` (a bool mask over rows) is set.
-
-        Summed in float32 in query-term order into one array over all rows, as bm25s does."""
+    def totals(self, term_ids: tuple[int, ...]) -> np.ndarray:
+        """Every row's BM25 score (read-only). Summed in float32 in query-term order into one
+        array over all rows, as bm25s does; a row's score never depends on which rows a search
+        allows, so one array serves every scope of a query (see ``LocalIndex.search``)."""
         totals = np.zeros(len(self.doc_len), dtype=np.float32)
         for t in term_ids:
             start, end = self.ptr[t], self.ptr[t + 1]
-            rows = self.rows[start:end]
-            keep = allowed[rows]
-            rows, tf = rows[keep], self.tf[start:end][keep].astype(np.float32)
+            rows, tf = self.rows[start:end], self.tf[start:end].astype(np.float32)
             norm = (K1 * ((1 - B) + B * self.doc_len[rows] / self.avg_len)).astype(np.float32)
             np.add.at(totals, rows, self.idf[t] * (tf / (norm + tf)))
-        hit = np.flatnonzero(totals)
-        return hit, totals[hit]
+        totals.flags.writeable = False
+        return totals
 
 
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # nodes are made for queries only: a build never imports Llam
 
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 RECORD_CACHE = 4096
+PRODUCT_CACHE = 8  # whole-block cosine arrays of recent query embeddings (270 KB for 68k rows)
+BM25_CACHE = 16  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows)
 CONVERT_ROWS = 8192  # float16 rows converted per step outside the converted blocks (12 MB as float32)
 FULL_BLOCK_SHARE = 0.25  # a search over at least this share of a type block scores the whole block, batched
 METHOD_CODES = {"": 0} | {m.upper(): i + 1 for i, m in enumerate(HTTP_METHODS)}
@@ -67,6 +69,11 @@ class LocalIndex:
         self._batchers_lock = threading.Lock()
         self._chunk = lru_cache(maxsize=RECORD_CACHE)(self._load_chunk)
         self._node_parts = lru_cache(maxsize=RECORD_CACHE)(self._load_node_parts)
+        self._stub = lru_cache(maxsize=RECORD_CACHE)(self._make_stub)
+        self._recent_products = lru_cache(maxsize=PRODUCT_CACHE)(self._block_product)
+        # one query searches several scopes with the same words (each stage-1 API, their union,
+        # the producers' ranking): they share one scoring of the whole index
+        self._bm25_totals = lru_cache(maxsize=BM25_CACHE)(self.postings.totals)
 
     @classmethod
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
@@ -115,17 +122,16 @@ class LocalIndex:
     def search(self, query: str, file_ids: set[str], types: list[str] | None, k: int,
                hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
         """BM25 over ``search_text`` (``methods``: operations of those HTTP methods only); no zero-score hits."""
-        spans = self.spans(file_ids, types)
+        spans = sorted(self.spans(file_ids, types))  # rows ascending: ties at the cut fall as before
         term_ids = self.postings.term_ids(query_terms(query))
         if not spans or not term_ids or k <= 0:
             return []
-        allowed = np.zeros(self.header.n_rows, dtype=bool)
-        for start, end in spans:
-            allowed[start:end] = True
-        if methods is not None:
-            allowed &= self._method_mask(methods)
-        rows, scores = self.postings.score(term_ids, allowed)
-        return self._hits(top_k(rows, scores, k), lambda s: s, hydrate)
+        totals = self._bm25_totals(tuple(term_ids))
+        mask = self._method_mask(methods) if methods is not None else None
+        rows = np.concatenate([start + np.flatnonzero(totals[start:end] if mask is None else
+                                                      (totals[start:end] != 0) & mask[start:end])
+                               for start, end in spans])
+        return self._hits(top_k(rows, totals[rows], k), lambda s: s, hydrate)
 
     def vector_search(self, embedding: list[float], file_ids: set[str], types: list[str] | None, k: int,
                       hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
@@ -159,11 +165,21 @@ class LocalIndex:
             else:
                 out |= {(s, e): self._similarities(s, e, query[None, :])[0] for s, e in inside}
         if whole:
-            products = self._batcher(tuple(whole))(query)
+            products = self._recent_products(tuple(whole), query.tobytes())
             for kind, inside in whole.items():
                 block_start = self.header.blocks[kind][0]
                 out |= {(s, e): products[kind][s - block_start:e - block_start] for s, e in inside}
         return [out[span] for span in spans]
+
+    def _block_product(self, kinds: tuple[str, ...], query: bytes) -> dict[str, np.ndarray]:
+        """One query's whole-block cosines (cached in ``_recent_products``: stage 1's evidence and
+        stage 3's fleet search score the same blocks with the same embedding)."""
+        products = self._batcher(kinds)(np.frombuffer(query, dtype=np.float32))
+        # copied: a batched product's row is a view that would keep the whole batch alive
+        products = {kind: np.array(product) for kind, product in products.items()}
+        for product in products.values():
+            product.flags.writeable = False
+        return products
 
     def _batcher(self, kinds: tuple[str, ...]) -> BatchCoalescer:
         batcher = self.batchers.get(kinds)
@@ -235,8 +251,10 @@ class LocalIndex:
         node = chunk_to_node(self._chunk(row))  # its metadata serialises several fields as JSON: once per row
         return node.node_id, node.text, node.metadata
 
-    def _stub(self, row: int) -> TextNode:
-        """Id, API and type only: ranking and fusion need no more (see ``ChunkStore.hydrate``)."""
+    def _make_stub(self, row: int) -> TextNode:
+        """Id, API and type only: ranking and fusion need no more (see ``ChunkStore.hydrate``).
+        Shared by every hit of the row (``_stub`` caches them: a query builds hundreds of hits,
+        and a node costs more than the search that finds it): a stub is read-only."""
         from llama_index.core.schema import TextNode
 
         return TextNode(id_=self.pack.ids[row], text="", metadata={

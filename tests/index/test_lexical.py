@@ -62,6 +62,25 @@ def test_scores_equal_bm25s(tmp_path, query):
     assert ours == pytest.approx({ids[i]: float(s) for i, s in enumerate(expected) if s > 0}, rel=1e-5)
 
 
+def test_every_scope_of_a_query_shares_one_scoring_and_ranks_as_if_alone(tmp_path):
+    """Stage 3 searches each selected API, their union and the fleet with the same words: one
+    whole-index scoring serves them all, and each scope gets what a fresh index gives it alone."""
+    scopes = [{"users"}, {"pets"}, {"users", "pets"}, {"users", "pets", "weather"}]
+    query = "user address of a pet owner"
+    alone = [[(h.node.node_id, h.score) for h in _index(tmp_path / f"alone{i}").search(query, scope, None, 100)]
+             for i, scope in enumerate(scopes)]
+    shared = _index(tmp_path / "shared")
+    together = [[(h.node.node_id, h.score) for h in shared.search(query, scope, None, 100)] for scope in scopes]
+    assert together == alone
+    assert shared._bm25_totals.cache_info().misses == 1 and shared._bm25_totals.cache_info().hits == 3
+    fleet = dict(together[-1])
+    for scope, hits in zip(scopes, together):  # a scope's ranking is the fleet's, filtered
+        assert hits == [(i, s) for i, s in together[-1] if i.split(":")[0] in scope]
+        assert all(fleet[i] == s for i, s in hits)
+    with pytest.raises(ValueError):  # the shared scores cannot be edited by one search
+        shared._bm25_totals(tuple(shared.postings.term_ids(query_terms(query))))[0] = 1.0
+
+
 def test_generation_reloads_and_copies_rows(tmp_path):
     """A new generation that keeps two APIs and replaces one holds exactly what a fresh build holds."""
     first = _index(tmp_path)

@@ -116,12 +116,31 @@ def test_stubs_rank_like_full_nodes_and_hydrate_to_them(store):
     assert store.hydrate(full) == full  # nothing to do for full nodes
 
 
+def test_searches_with_one_embedding_share_the_block_product_and_the_stubs(store):
+    """Stage 1's evidence and stage 3's fleet search score the same blocks with the same query
+    vector: the second search reuses the product, ranks exactly as a fresh one, and gets the
+    same (read-only) stub nodes; hydrating gives full nodes of the caller's own."""
+    local = store.local
+    first = store.vector_search("postal address of a user", None, ["endpoint"], 3, hydrate=False)
+    products = local._recent_products.cache_info()
+    again = store.vector_search("postal address of a user", None, ["endpoint"], 2, hydrate=False)
+    assert local._recent_products.cache_info().hits == products.hits + 1
+    assert [(h.node.node_id, h.score) for h in again] == [(h.node.node_id, h.score) for h in first[:2]]
+    assert all(a.node is f.node for a, f in zip(again, first))
+    local._recent_products.cache_clear()
+    fresh = store.vector_search("postal address of a user", None, ["endpoint"], 3, hydrate=False)
+    assert [(h.node.node_id, h.score) for h in fresh] == [(h.node.node_id, h.score) for h in first]
+    full = store.hydrate(first)
+    assert all(h.node is not f.node and h.node.text for h, f in zip(full, first))
+
+
 def test_concurrent_searches_share_batches_and_match_serial_ones(store):
     from concurrent.futures import ThreadPoolExecutor
 
     queries = [f"{q} {i}" for i in range(6) for q in QUERIES]  # distinct: no embedding cache hits
     serial = {q: [(h.node.node_id, h.score) for h in store.vector_search(q, None, None, 5)] for q in queries}
     store._embedding_cache.clear()
+    store.local._recent_products.cache_clear()  # each search computes its product again, batched
     with ThreadPoolExecutor(8) as pool:
         parallel = list(pool.map(lambda q: [(h.node.node_id, h.score)
                                             for h in store.vector_search(q, None, None, 5)], queries))

@@ -54,7 +54,10 @@ class KeywordQueryExpander:
         stems = [set(query_terms(n)) for n in names]
         df = Counter(s for group in stems for s in group)
         idf = {s: math.log((1 + len(names)) / (1 + n)) for s, n in df.items()}
-        vocab = [(n, {s: idf[s] for s in group}) for n, group in zip(names, stems) if group]
+        # stems in sorted order: a name's weights then sum in the same order in every process
+        # (set order follows the hash seed, and float sums of equal names could differ in the
+        # last bit, which broke ties between equally good names differently from run to run)
+        vocab = [(n, {s: idf[s] for s in sorted(group)}) for n, group in zip(names, stems) if group]
         with self._lock:
             return self._vocab.setdefault(file_id, vocab)
 

@@ -100,7 +100,7 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
     by_id = {c.id: c.metadata for c in ctx.chunks}
     completeness, complete = _completeness(gold, context_ids, lookup)
     gold_seq = [e.key() for e in query.endpoints]
-    plan = m.ranked_endpoints(_plan(stats, lookup))
+    plan = m.ranked_endpoints(_plan(stats, lookup, query.query))
     calls = [c for c in stats.llm_calls if not c.cached]
     return base.model_copy(update=dict(
         selected_apis=list(stats.selected_apis),
@@ -136,10 +136,10 @@ def baseline_scores(ranked_ids: list[str], query: EvalQuery) -> BaselineScores:
     return BaselineScores(recall_at_5=m.recall_at_k(ranking, gold, 5), recall_at_10=m.recall_at_k(ranking, gold, 10),
                           all_found_at_10=m.all_found_at_k(ranking, gold, 10), mrr=m.reciprocal_rank(ranking, gold),
                           ndcg_at_10=m.ndcg_at_k(ranking, gold, 10), ranking=list(ranked_ids))
-def _plan(stats, lookup: ChunkLookup) -> list[str]:
+def _plan(stats, lookup: ChunkLookup, question: str) -> list[str]:
     """The plan's operations, built from the query's own ranking (no second query)."""
     chunks = lookup.get_chunks([i for i in stats.ranking if parse_operation_id(i)])
-    return plan_operations(list(stats.ranking), chunks, dict(stats.step_reasons))
+    return plan_operations(list(stats.ranking), chunks, dict(stats.step_reasons), question=question)
 
 
 def _gold_graph(query: EvalQuery, lookup: ChunkLookup) -> m.GoldGraph:

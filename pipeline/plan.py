@@ -7,12 +7,22 @@ ids lead to), else the best operation the retriever found itself. The target's p
 produce them, those that need no id first, then the nearest (recursively); operations placed
 to use what a plan step finds are appended after it. Every parameter is bound to an earlier
 step's response field (``GET /search/movie -> results[].id -> {movie_id}``) or to the question.
+
+A question that asks for several things ("check the IP's reputation; if it is bad, report it")
+has steps no id links. It is split into sub-questions (:func:`~pipeline.agentic.split.split_question`,
+grammar only); each sub-question's best match among the primary hits joins the plan, in the
+order asked, each with its producers, in place of the single target. A match is lexical: the sub-question's terms found in the
+operation's search text, each weighted by how few of the primary hits have it.
 """
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, Field
 
+from pipeline.agentic.split import split_question
+from pipeline.analysis import index_tokens, query_terms
 from pipeline.context import ContextChunk, RetrievalStats
 from pipeline.graph.models import DependencyEdge
 from pipeline.specs.ids import parse_operation_id
@@ -57,18 +67,55 @@ class Plan(BaseModel):
 
 
 def plan_operations(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[str, str],
-                    primary: int = 5) -> list[str]:
+                    primary: int = 5, question: str = "") -> list[str]:
     """Operation chunk ids of the plan, in call order (see the module docstring)."""
+    return [cid for cid, _ in planned_calls(ranking, chunks, reasons, primary, question)]
+
+
+def planned_calls(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[str, str],
+                  primary: int = 5, question: str = "") -> list[tuple[str, str]]:
+    """(operation chunk id, the sub-question it answers; "" for the whole question or a
+    producer), in call order."""
     ops = [cid for cid in ranking if cid in chunks and _is_operation(cid)]
     if not ops:
         return []
     target = _target(ops, chunks, reasons, primary)
+    parts = split_question(question) if question else []
+    answers = _intents(parts, ops[:primary], chunks, target) if len(parts) > 1 else {target: ""}
     order: list[str] = []
-    _with_producers(target, ops, chunks, order, set())
+    for cid in answers:
+        _with_producers(cid, ops, chunks, order, set())
     for cid in ops:  # follow-ups: placed to use what a plan step finds
         if cid not in order and _follows(reasons.get(cid, ""), order):
             _with_producers(cid, ops, chunks, order, set())
-    return order
+    return [(cid, answers.get(cid, "")) for cid in order]
+
+
+def _intents(parts: list[str], candidates: list[str], chunks: dict[str, Chunk], target: str) -> dict[str, str]:
+    """Each sub-question's best-matching candidate (none without a shared term), in the order
+    asked -> that sub-question. A sub-question whose best match an earlier one took adds nothing
+    (it restates a request); the ranking's target stands in only when nothing matches."""
+    terms = {cid: set(words) for cid, words in zip(candidates, index_tokens(
+        [chunks[cid].search_text for cid in candidates], return_ids=False))}
+    terms.setdefault(target, set())
+    share: dict[str, int] = {}
+    for words in terms.values():
+        for word in words:
+            share[word] = share.get(word, 0) + 1
+
+    def match(part: str, cid: str) -> float:
+        return sum(math.log(1 + len(terms) / share[w]) for w in set(query_terms(part)) if w in terms[cid])
+
+    placed: dict[str, int] = {}
+    for i, part in enumerate(parts):
+        score, best = max(((match(part, cid), -rank, cid) for rank, cid in enumerate(candidates)),
+                          default=(0.0, 0, ""))[0::2]
+        if score > 0:
+            placed.setdefault(best, i)
+    if not placed:
+        placed[target] = 0
+    ranked = {cid: rank for rank, cid in enumerate(candidates)}
+    return {cid: parts[i] for cid, i in sorted(placed.items(), key=lambda kv: (kv[1], ranked.get(kv[0], 0)))}
 
 
 def _target(ops: list[str], chunks: dict[str, Chunk], reasons: dict[str, str], primary: int) -> str:
@@ -146,17 +193,19 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
     ctx = engine.retrieve_context(question, apis=apis)
     stats = ctx.retrieval_stats
     chunks = engine.references.lookup.get_chunks(list(stats.ranking))
-    order = plan_operations(stats.ranking, chunks, stats.step_reasons, engine.settings.max_primary_results)
+    calls = planned_calls(stats.ranking, chunks, stats.step_reasons, engine.settings.max_primary_results, question)
+    order = [cid for cid, _ in calls]
     budget = token_budget or engine.settings.context_token_limit
     per_step = step_budget(budget, len(order))
     expander = engine.references.model_copy(update={
         "token_limit": per_step, "max_total_chunks": max(3, engine.settings.max_total_chunks // max(1, len(order)))})
     plan = Plan(question=ctx.query, token_budget=budget, stats=stats)
-    for number, cid in enumerate(order, 1):
+    for number, (cid, part) in enumerate(calls, 1):
         chunk = chunks[cid]
         expansion = expander.expand([NodeWithScore(node=chunk_to_node(chunk), score=None)])
         plan.steps.append(PlanStep(step=number, chunk_id=cid, method=chunk.method, path=chunk.path,
-                                   operation_id=chunk.operation_id, reason="answers the question",
+                                   operation_id=chunk.operation_id,
+                                   reason=f"answers: {part}" if part else "answers the question",
                                    bindings=bindings(chunk, order[: number - 1]),
                                    context=[*expansion.primary, *expansion.referenced], tokens=expansion.total_tokens))
     _explain(plan)

@@ -67,3 +67,43 @@ def test_bindings_name_the_step_or_the_question():
     assert [(b.param, b.source, b.label) for b in free] == [("query", "question", FROM_QUESTION)]
     assert plan_operations([], CHUNKS, {}) == []
     assert step_budget(4000, 2) == 2000 and step_budget(400, 4) == 300  # never below a useful minimum
+
+
+def ip_op(path: str, method: str, text: str) -> Chunk:
+    return Chunk(id=operation_chunk_id("abuse", path, method), file_id="abuse", type=ChunkType.ENDPOINT, text=path,
+                 embed_text="", search_text=text, kind="operation", method=method.upper(), path=path)
+
+
+IP_OPS = {c.id: c for c in [
+    ip_op("/check", "get", "checkIp Check an IP address: its abuse confidence score"),
+    ip_op("/blacklist", "get", "getBlacklist Download the blacklist of the most reported IP addresses"),
+    ip_op("/report", "post", "reportIp Report an abusive IP address with categories and a comment"),
+]}
+
+
+def test_each_request_of_a_multi_part_question_gets_its_step_in_the_order_asked():
+    """No id links these calls: the question's own sentences do."""
+    from pipeline.plan import planned_calls
+
+    check, blacklist, report = IP_OPS
+    ranking = [check, blacklist, report]
+    question = "Check the abuse score of 1.2.3.4. If it is abusive, report it."
+    assert plan_operations(ranking, IP_OPS, {}, question=question) == [check, report]
+    assert planned_calls(ranking, IP_OPS, {}, question=question) == [
+        (check, "Check the abuse score of 1.2.3.4"), (report, "If it is abusive, report it")]
+    asked_the_other_way = "Report 1.2.3.4 as abusive, then check its abuse score"
+    assert plan_operations(ranking, IP_OPS, {}, question=asked_the_other_way) == [report, check]
+    assert plan_operations(ranking, IP_OPS, {}, question="What is the abuse score of 1.2.3.4?") == [check]
+    assert plan_operations(ranking, IP_OPS, {}) == [check]  # no question: the ranking alone
+    unrelated = "Check the abuse score of 1.2.3.4. Then book a flight to Oslo."
+    assert plan_operations(ranking, IP_OPS, {}, question=unrelated) == [check]  # nothing matches the second request
+
+
+def test_a_multi_part_question_keeps_each_steps_producers():
+    ranking = [op("/genre/list"), op("/movie/top_rated"), op("/movie/{movie_id}/credits")]
+    chunks = {cid: c.model_copy(update={"search_text": text}) for (cid, c), text in zip(CHUNKS.items(), [
+        "search movie by title", "top rated movies", "credits cast and crew of a movie", "similar movies",
+        "list of genres"])}
+    question = "List the genres, then show the credits of a movie"
+    assert plan_operations(ranking, chunks, {}, question=question) == [
+        op("/genre/list"), op("/movie/top_rated"), op("/movie/{movie_id}/credits")]

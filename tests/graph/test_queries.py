@@ -112,3 +112,12 @@ def test_plan_command_orders_the_calls_and_binds_the_parameters(demo_cli, capsys
     code, out, _ = demo_cli(capsys, monkeypatch, "plan", "Update the address of a user", "--apis", "users_api")
     assert code == 0 and out.startswith("Plan for: Update the address of a user\n\n1. ")
     assert "   userId (path) <- step 1: " in out
+
+
+def test_plan_command_gives_each_request_of_the_question_its_step(demo_cli, capsys, monkeypatch):
+    code, out, _ = demo_cli(capsys, monkeypatch, "plan", "List all pets, then place an order for a pet",
+                            "--corpus", str(DEMO_SPECS), "--json")
+    plan = json.loads(out)
+    assert code == 0
+    assert [(s["method"], s["path"], s["reason"]) for s in plan["steps"]] == [
+        ("GET", "/pets", "answers: List all pets"), ("POST", "/store/order", "answers: place an order for a pet")]

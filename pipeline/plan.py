@@ -9,15 +9,17 @@ to use what a plan step finds are appended after it. Every parameter is bound to
 step's response field (``GET /search/movie -> results[].id -> {movie_id}``) or to the question.
 
 A question that asks for several things ("check the IP's reputation; if it is bad, report it")
-has steps no id links. It is split into sub-questions (:func:`~pipeline.agentic.split.split_question`,
-grammar only); each sub-question's best match among the primary hits joins the plan, in the
-order asked, each with its producers, in place of the single target. A match is lexical: the sub-question's terms found in the
-operation's search text, each weighted by how few of the primary hits have it.
+has steps no id links. It is split into sub-questions (grammar only:
+:func:`~pipeline.agentic.split.split_question`); each sub-question's best match among the
+primary hits joins the plan, in the order asked, each with its producers, in place of the single
+target. A match is lexical: the sub-question's terms found in the operation's search text, each
+weighted by how few of the primary hits have it.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from pydantic import BaseModel, Field
 
@@ -97,19 +99,15 @@ def _intents(parts: list[str], candidates: list[str], chunks: dict[str, Chunk], 
     (it restates a request); the ranking's target stands in only when nothing matches."""
     terms = {cid: set(words) for cid, words in zip(candidates, index_tokens(
         [chunks[cid].search_text for cid in candidates], return_ids=False))}
-    terms.setdefault(target, set())
-    share: dict[str, int] = {}
-    for words in terms.values():
-        for word in words:
-            share[word] = share.get(word, 0) + 1
+    share = Counter(word for words in terms.values() for word in words)
 
     def match(part: str, cid: str) -> float:
         return sum(math.log(1 + len(terms) / share[w]) for w in set(query_terms(part)) if w in terms[cid])
 
     placed: dict[str, int] = {}
     for i, part in enumerate(parts):
-        score, best = max(((match(part, cid), -rank, cid) for rank, cid in enumerate(candidates)),
-                          default=(0.0, 0, ""))[0::2]
+        scored = [(match(part, cid), -rank, cid) for rank, cid in enumerate(candidates)]
+        score, _, best = max(scored, default=(0.0, 0, ""))
         if score > 0:
             placed.setdefault(best, i)
     if not placed:

@@ -32,7 +32,7 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     if store.search_mode == "hybrid":
         api_vectors = catalog_vectors(catalog, store.embedder, embed_model_id(store.embedder), catalog_dir)
     selector = KeywordApiSelector(catalog, indexes, retriever, settings.selection_keyword_max_apis,
-                                  evidence_depth=settings.selection_evidence_depth, api_vectors=api_vectors,
+                                  drop_off=settings.selection_drop_off, evidence_depth=settings.selection_evidence_depth, api_vectors=api_vectors,
                                   embed_query=store.embed_query, weights=settings.selection_weights,
                                   rrf_k=settings.selection_rrf_k)
     expander = KeywordQueryExpander(indexes.get)

@@ -104,6 +104,9 @@ class Settings(BaseSettings):
     selection_keyword_max_apis: int = Field(4, ge=1, le=20, validation_alias=_env("SELECTION_KEYWORD_MAX_APIS"),
                                             description="offline stage 1 (and the LLM's fallback): APIs the keyword "
                                                         "selector keeps (chosen leave-one-set-out, README)")
+    selection_drop_off: float = Field(0.5, ge=0, le=1, allow_inf_nan=False, validation_alias=_env("SELECTION_DROP_OFF"),
+                                      description="offline stage 1: an API is kept only if its fused score is at "
+                                                  "least this share of the first API's (0 keeps all)")
     selection_weights: tuple[NonNegativeWeight, NonNegativeWeight, NonNegativeWeight] = Field(
         (0.0, 0.25, 1.0), validation_alias=_env("SELECTION_WEIGHTS"),
         json_schema_extra={"allowed": "a JSON list of three numbers, each >= 0 and <= 100"},

@@ -178,3 +178,6 @@ def test_the_llm_and_the_keyword_fallback_each_keep_their_own_number_of_apis(ser
     assert sorted(fallen.selected_apis) == ["petstore_v2", "users_api"]  # SELECTION_KEYWORD_MAX_APIS
     one = llm_engine(max_selected_apis=1, selection_keyword_max_apis=1, llm_max_attempts=1)
     assert len(one.selector.select("create a user who orders a pet in the store").selected_apis) == 1
+    strict = llm_engine(selection_keyword_max_apis=2, selection_drop_off=1.0, llm_max_attempts=1)
+    kept = strict.selector.select("create a user who orders a pet in the store").selected_apis  # SELECTION_DROP_OFF
+    assert kept == fallen.selected_apis[:1]

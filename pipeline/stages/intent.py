@@ -16,7 +16,14 @@ class Intent(str, Enum):
     ERRORS = "errors"
 
 
-_ERRORS = re.compile(r"\b(errors?|fail(s|ure|ed)?|status codes?|[45]\d\d|[45]xx|exceptions?|went wrong)\b", re.I)
+# a 4xx/5xx number is a status code when it is a registered one (RFC 9110 and friends) or sits
+# next to an HTTP word; any other (a house number, part of an IP address) is data
+_CODES = "|".join(["40[0-9]", "41[0-8]", "42[1-689]", "431", "451", "50[0-8]", "51[01]"])
+_HTTP_WORD = r"(?:status|code|http|error|response|returns?|returned)"
+_ERRORS = re.compile(r"\b(errors?|fail(s|ure|ed)?|status codes?|[45]xx|exceptions?|went wrong"
+                     rf"|(?:{_CODES})|{_HTTP_WORD}\s+[45]\d\d|[45]\d\d\s+{_HTTP_WORD})\b", re.I)
+# text in double quotes is a value the user gives (a name, a comment), not what they ask about
+_QUOTED = re.compile(r'"[^"]*"|\u201c[^\u201d]*\u201d')
 _SCHEMA = re.compile(r"\b(fields?|schemas?|models?|propert(y|ies)|attributes?|structure|shape|definitions?|json format)\b", re.I)
 _ACTION = re.compile(r"\b(how (do|can|to)|create|add|delete|remove|update|list|get|fetch|find|search|send|call|endpoint)\b", re.I)
 
@@ -28,6 +35,7 @@ TYPES_FOR_INTENT = {
 
 
 def classify(query: str) -> Intent:
+    query = _QUOTED.sub(" ", query)
     if _ERRORS.search(query):
         return Intent.ERRORS
     if _SCHEMA.search(query) and not _ACTION.search(query):

@@ -109,6 +109,13 @@ def test_expansion_adds_nothing_for_unknown_or_empty_selection(indexes):
     ("What fields does the Address schema have?", Intent.SCHEMA),
     ("How do I create a user?", Intent.ENDPOINT),
     ("get the fields of a pet", Intent.ENDPOINT),  # an action wins over 'fields'
+    ("Why do I get a 404 from GET /pets/{petId}?", Intent.ERRORS),  # a registered status code
+    ("the call returned 499, what now", Intent.ERRORS),  # an unregistered code next to an HTTP word
+    ("What happens when the 5xx retries run out", Intent.ERRORS),
+    ('Why does "createUser" fail?', Intent.ERRORS),  # quotes hide only the quoted words
+    ("Standardize this address: 456 Elm Street, Suite 789, CA 90012", Intent.ENDPOINT),  # a house number
+    ('Report 192.168.1.100 with the comment "Multiple failed login attempts"', Intent.ENDPOINT),  # quoted data
+    ("Report the IP address \u201cfailed attempts from 10.0.0.1\u201d", Intent.ENDPOINT),
 ])
 def test_intent(query, intent):
     assert classify(query) is intent

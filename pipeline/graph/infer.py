@@ -213,7 +213,7 @@ class _BodyWalker:
     def _field(self, where: str, name: str, kind: tuple[Optional[str], tuple[str, ...], int]) -> ProducedField:
         own = id_subject(name) if is_id_name(name) else ()
         field_types = [(own, 1.0)] if own else self._types(*kind) if is_id_name(name) else []
-        return ProducedField.model_construct(path=where, name=name, types=[(type_label(t), w) for t, w in field_types])
+        return ProducedField(path=where, name=name, types=[(type_label(t), w) for t, w in field_types])
 
     def _types(self, holder: str | None, names: tuple[str, ...], depth: int) -> list[tuple[tuple[str, ...], float]]:
         types: list[tuple[tuple[str, ...], float]] = []

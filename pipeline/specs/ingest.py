@@ -11,7 +11,7 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from pydantic import BaseModel, Field
 from tqdm import tqdm
@@ -112,10 +112,12 @@ def _size(path: Path) -> int:
 
 
 def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | None = None,
-                 progress: bool = False, limits: SpecLimits | None = None) -> CorpusIngest:
+                 progress: bool = False, limits: SpecLimits | None = None,
+                 on_api: Callable[[ApiChunks], None] | None = None) -> CorpusIngest:
     """Ingest every spec under ``paths``; CorpusError only for a missing input path.
 
-    ``limits`` default to the ``SPECRAG_SPEC_*`` settings of the environment."""
+    ``limits`` default to the ``SPECRAG_SPEC_*`` settings of the environment. ``on_api`` sees
+    each API as it is admitted, while the workers read on (the parent is idle meanwhile)."""
     start = time.perf_counter()
     jobs = plan_jobs(paths, max_tokens, limits or SpecLimits.from_settings())
     result = CorpusIngest()
@@ -130,6 +132,8 @@ def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | No
             continue
         if admit(result.report, seen, path, outcome.api.file_id):
             result.apis.append(outcome)
+            if on_api is not None:
+                on_api(outcome)
     bar.close()
     result.apis.sort(key=lambda a: a.api.file_id)
     result.report.specs_skipped.sort(key=lambda s: s.file)

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from pipeline.errors import SpecError
 from pipeline.specs.chunker import SpecChunker
-from pipeline.specs.closure import measure_closures
+from pipeline.specs.closure import closure_fit, operation_closures
 from pipeline.specs.files import decode_text, is_text, read_regular_file
 from pipeline.specs.limits import SpecLimits
 from pipeline.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
@@ -122,6 +122,7 @@ def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | No
     jobs = plan_jobs(paths, max_tokens, limits or SpecLimits.from_settings())
     result = CorpusIngest()
     seen: dict[str, str] = {}
+    closures: list[tuple[int, int, int]] = []
     bar = tqdm(total=len(jobs), desc="ingest", unit="file", disable=not progress, leave=False)
     for path, outcome in iter_ingest(jobs, workers):
         bar.update()
@@ -132,13 +133,14 @@ def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | No
             continue
         if admit(result.report, seen, path, outcome.api.file_id):
             result.apis.append(outcome)
+            closures += operation_closures(outcome)  # a full read: every operation's closure
             if on_api is not None:
                 on_api(outcome)
     bar.close()
     result.apis.sort(key=lambda a: a.api.file_id)
     result.report.specs_skipped.sort(key=lambda s: s.file)
     summarise(result.report, [ApiSummary.of(a) for a in result.apis])
-    result.report.closure = measure_closures(result.apis)  # a full read: every operation's closure
+    result.report.closure = closure_fit(closures)
     result.report.seconds = round(time.perf_counter() - start, 2)
     return result
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -57,15 +57,32 @@ def _write_if_changed(path: Path, data: bytes, report: CatalogWriteReport) -> No
     report.written.append(str(path))
 
 
+class RenderedApi(NamedTuple):
+    """An API's index and graph files as bytes, and its catalog entry: a caller can render them
+    as each API comes in (the CLI does, while workers read the next specs) and write them with
+    the rest, so the files still change only once every spec is read."""
+
+    index: bytes
+    graph: bytes | None
+    entry: CatalogEntry
+
+
+def render_api(api: ApiChunks) -> RenderedApi:
+    return RenderedApi(_dump(api_index(api)), None if api.graph is None else _dump(api.graph), catalog_entry(api))
+
+
 def write_catalogs(apis: list[ApiChunks], catalog_dir: Path, kept: dict[str, ApiInfo] | None = None,
-                   chunks_of: Callable[[str], list[Chunk]] | None = None) -> CatalogWriteReport:
+                   chunks_of: Callable[[str], list[Chunk]] | None = None,
+                   rendered: Mapping[str, RenderedApi] | None = None) -> CatalogWriteReport:
     """Catalog and index files of ``apis`` and of ``kept`` (APIs not re-read: file_id -> ApiInfo),
     whose entry and index are reused when the state file vouches for them, else rebuilt from
-    ``chunks_of(file_id)``. Incremental callers (``kept`` given, even empty) keep the state file."""
+    ``chunks_of(file_id)``. Incremental callers (``kept`` given, even empty) keep the state file.
+    ``rendered``: files already rendered from ``apis``, by file_id (the others are rendered here)."""
     report = CatalogWriteReport()
     previous, state = _load_state(catalog_dir), {}
     for api in apis:
-        state[api.api.file_id] = _write_api(api, catalog_dir, report)
+        files = (rendered or {}).get(api.api.file_id) or render_api(api)
+        state[api.api.file_id] = _write_api(api, files, catalog_dir, report)
     for fid, info in sorted((kept or {}).items()):
         cached, path = previous.get(fid), catalog_dir / INDEX_DIR / f"{fid}.json"
         if cached is not None and cached.content_hash == info.content_hash and _sha256_of(path) == cached.index_sha256:
@@ -74,7 +91,8 @@ def write_catalogs(apis: list[ApiChunks], catalog_dir: Path, kept: dict[str, Api
         elif chunks_of is None:
             raise ValueError(f"{fid}: no catalog state to reuse and no stored chunks to rebuild it from")
         else:
-            state[fid] = _write_api(ApiChunks(api=info, chunks=chunks_of(fid), refs=RefStats()), catalog_dir, report)
+            api = ApiChunks(api=info, chunks=chunks_of(fid), refs=RefStats())
+            state[fid] = _write_api(api, render_api(api), catalog_dir, report)
     entries = sorted((s.entry for s in state.values()), key=lambda e: e.file_id)
     body = json.dumps([e.model_dump(mode="json") for e in entries], sort_keys=True).encode()
     catalog = Catalog(version=hashlib.sha256(body).hexdigest()[:16], apis=entries)
@@ -91,13 +109,12 @@ def write_catalogs(apis: list[ApiChunks], catalog_dir: Path, kept: dict[str, Api
     return report
 
 
-def _write_api(api: ApiChunks, catalog_dir: Path, report: CatalogWriteReport) -> _ApiCatalogState:
-    data = _dump(api_index(api))
-    _write_if_changed(catalog_dir / INDEX_DIR / f"{api.api.file_id}.json", data, report)
-    if api.graph is not None:
-        _write_if_changed(catalog_dir / GRAPH_DIR / f"{api.api.file_id}.json", _dump(api.graph), report)
-    return _ApiCatalogState(content_hash=api.api.content_hash, entry=catalog_entry(api),
-                            index_sha256=hashlib.sha256(data).hexdigest())
+def _write_api(api: ApiChunks, files: RenderedApi, catalog_dir: Path, report: CatalogWriteReport) -> _ApiCatalogState:
+    _write_if_changed(catalog_dir / INDEX_DIR / f"{api.api.file_id}.json", files.index, report)
+    if files.graph is not None:
+        _write_if_changed(catalog_dir / GRAPH_DIR / f"{api.api.file_id}.json", files.graph, report)
+    return _ApiCatalogState(content_hash=api.api.content_hash, entry=files.entry,
+                            index_sha256=hashlib.sha256(files.index).hexdigest())
 
 
 def _load_state(catalog_dir: Path) -> dict[str, _ApiCatalogState]:

@@ -33,19 +33,19 @@ PATH_WEIGHTS = (0.9, 0.6)  # last literal segment, earlier ones (at the root; x0
 
 
 def operation_deps(chunk_id: str, method: str, path: str, op: dict, resolve: Resolve, base: Any,
-                   shared_params: list = (), shared_base: Any = None) -> OperationDeps:
+                   shared_params: list = (), shared_base: Any = None,
+                   memo: dict[tuple, list[Event]] | None = None) -> OperationDeps:
     """The parameters ``op`` needs and the fields its 2xx responses carry. ``shared_params`` are
-    the path item's parameters (resolved against ``shared_base``); the operation's own win."""
+    the path item's parameters (resolved against ``shared_base``); the operation's own win.
+    ``memo``: the body walks of one spec's shared schemas, for all its operations (pass one dict per spec)."""
     deps = OperationDeps(chunk_id=chunk_id, method=method.upper(), path=path)
     raw = [(p, shared_base if shared_base is not None else base) for p in _as_list(list(shared_params))]
     deps.params = list(_params(path, [*raw, *((p, base) for p in _as_list(op.get("parameters")))], resolve))
     segments = static_segments(path)
     path_types = [(type_words(s), PATH_WEIGHTS[0] if i == 0 else PATH_WEIGHTS[1])
                   for i, s in enumerate(reversed(segments))]
-    walker = _BodyWalker(resolve, [(t, w) for t, w in path_types if t])
-    for schema, schema_base in success_schemas(op, resolve, base):
-        walker.walk(schema, schema_base, "", None, 0, ())
-    deps.fields = walker.fields[:MAX_FIELDS]
+    walker = _BodyWalker(resolve, [(t, w) for t, w in path_types if t], memo if memo is not None else {})
+    deps.fields = walker.fields(success_schemas(op, resolve, base))
     return deps
 
 
@@ -116,36 +116,77 @@ def _as_list(value: Any) -> list:
     return value if isinstance(value, list) else []
 
 
-class _BodyWalker:
-    """Collects the fields of one response body; refs on the current branch are not re-entered."""
+# A field as the walk meets it: its path, its name, and what types its object: (holder, names, depth)
+Event = tuple[str, str, tuple[Optional[str], tuple[str, ...], int]]
+MAX_MEMO = 100_000  # subtree walks kept per spec (a hostile schema DAG fans out into more)
 
-    def __init__(self, resolve: Resolve, path_types: list[tuple[tuple[str, ...], float]]):
-        self.resolve, self.path_types = resolve, path_types
-        self.fields: list[ProducedField] = []
-        self._seen: set[str] = set()
+
+class _BodyWalker:
+    """Lists the fields of one response body; refs on the current branch are not re-entered.
+
+    What a ``$ref`` subtree yields depends only on where it is walked from (the ref, its base,
+    the path so far, the holder, the depth, the refs above, the schema names), never on the
+    operation: ``memo`` (one per spec) keeps it, so operations that return the same schemas walk
+    them once. The operation's path types are applied to the fields afterwards."""
+
+    def __init__(self, resolve: Resolve, path_types: list[tuple[tuple[str, ...], float]],
+                 memo: dict[tuple, list[Event]]):
+        self.resolve, self.path_types, self.memo = resolve, path_types, memo
+
+    def fields(self, schemas: Iterator[tuple[Any, Any]]) -> list[ProducedField]:
+        events: list[Event] = []
+        seen: set[str] = set()
+        for schema, base in schemas:
+            _extend(events, seen, self.walk(schema, base, "", None, 0, ()))
+        return [self._field(*event) for event in events]
 
     def walk(self, schema: Any, base: Any, at: str, holder: str | None, depth: int, stack: tuple[str, ...],
-             names: tuple[str, ...] = ()) -> None:
-        if len(self.fields) >= MAX_FIELDS or depth > MAX_DEPTH:
-            return
+             names: tuple[str, ...] = ()) -> list[Event]:
+        """The subtree's fields in walk order, each path once, at most MAX_FIELDS (the first
+        MAX_FIELDS of any concatenation of subtrees are then still exact)."""
+        ref = schema.get("$ref") if isinstance(schema, dict) else None
+        if depth > MAX_DEPTH or not isinstance(ref, str):
+            return self._events(schema, base, at, holder, depth, stack, names)
+        key = (ref, base, at, holder, depth, stack, names)
+        events = self.memo.get(key)
+        if events is None:
+            events = self._events(schema, base, at, holder, depth, stack, names)
+            if len(self.memo) < MAX_MEMO:
+                self.memo[key] = events
+        return events
+
+    def _events(self, schema: Any, base: Any, at: str, holder: str | None, depth: int, stack: tuple[str, ...],
+                names: tuple[str, ...]) -> list[Event]:
+        out: list[Event] = []
+        if depth > MAX_DEPTH:
+            return out
         ref = schema.get("$ref") if isinstance(schema, dict) else None
         if isinstance(ref, str):
             if ref in stack:
-                return
+                return out
             stack = (*stack, ref)
         schema, base, names = _deref(schema, self.resolve, base, names)
         if not isinstance(schema, dict):
-            return
+            return out
+        seen: set[str] = set()
         for key in ("oneOf", "anyOf"):
             for alt in _as_list(schema.get(key)):
-                self.walk(alt, base, at, holder, depth, stack, names)
+                if len(out) < MAX_FIELDS:
+                    _extend(out, seen, self.walk(alt, base, at, holder, depth, stack, names))
         props, items, more, names = self._flatten(schema, base, stack, names)
-        if items is not None:
-            self.walk(items[0], items[1], at + "[]", holder, depth, stack, names)
-        if more is not None:
-            self.walk(more[0], more[1], at + "{}", holder, depth, stack, names)
-        if props:
-            self._object(props, at, holder, depth, stack, names)
+        for sub, suffix in ((items, "[]"), (more, "{}")):
+            if sub is not None and len(out) < MAX_FIELDS:
+                _extend(out, seen, self.walk(sub[0], sub[1], at + suffix, holder, depth, stack, names))
+        kind = (holder, names, depth)
+        for name, (prop, prop_base) in props.items():
+            if len(out) >= MAX_FIELDS:
+                break
+            where = f"{at}.{name}" if at else name
+            if _is_scalar(prop, self.resolve, prop_base):
+                _extend(out, seen, [(where, name, kind)])
+            else:
+                _extend(out, seen, self.walk(prop, prop_base, where, name, depth + 1, stack))
+        return out
 
     def _flatten(self, schema: dict, base: Any, stack: tuple[str, ...], names: tuple[str, ...]):
         """``allOf`` parts merged into one object: their properties, items and schema names."""
@@ -169,24 +210,10 @@ class _BodyWalker:
                 more = more or (part["additionalProperties"], part_base)
         return props, items, more, names
 
-    def _object(self, props: dict[str, tuple[Any, Any]], at: str, holder: str | None, depth: int,
-                stack: tuple[str, ...], names: tuple[str, ...]) -> None:
-        types = self._types(holder, names, depth)
-        for name, (prop, prop_base) in props.items():
-            where = f"{at}.{name}" if at else name
-            if _is_scalar(prop, self.resolve, prop_base):
-                self._field(name, where, types)
-            else:
-                self.walk(prop, prop_base, where, name, depth + 1, stack)
-
-    def _field(self, name: str, where: str, types: list[tuple[tuple[str, ...], float]]) -> None:
-        if where in self._seen:
-            return
-        self._seen.add(where)
+    def _field(self, where: str, name: str, kind: tuple[Optional[str], tuple[str, ...], int]) -> ProducedField:
         own = id_subject(name) if is_id_name(name) else ()
-        field_types = [(own, 1.0)] if own else types if is_id_name(name) else []
-        self.fields.append(ProducedField.model_construct(path=where, name=name,
-                                                        types=[(type_label(t), w) for t, w in field_types]))
+        field_types = [(own, 1.0)] if own else self._types(*kind) if is_id_name(name) else []
+        return ProducedField(path=where, name=name, types=[(type_label(t), w) for t, w in field_types])
 
     def _types(self, holder: str | None, names: tuple[str, ...], depth: int) -> list[tuple[tuple[str, ...], float]]:
         types: list[tuple[tuple[str, ...], float]] = []
@@ -200,6 +227,16 @@ class _BodyWalker:
             if t and w > best.get(t, 0.0):
                 best[t] = w
         return list(best.items())
+
+
+def _extend(events: list[Event], seen: set[str], more: list[Event]) -> None:
+    """Append the events of a path not seen yet, up to MAX_FIELDS."""
+    for event in more:
+        if len(events) >= MAX_FIELDS:
+            return
+        if event[0] not in seen:
+            seen.add(event[0])
+            events.append(event)
 
 
 def _is_scalar(prop: Any, resolve: Resolve, base: Any) -> bool:

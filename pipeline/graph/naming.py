@@ -38,11 +38,13 @@ def _singular(word: str) -> str:
     return inflection.singularize(word) if len(word) > 2 else word
 
 
+@lru_cache(maxsize=65536)
 def is_id_name(name: str) -> bool:
     words = name_words(name)
     return bool(words) and words[-1] in ID_WORDS
 
 
+@lru_cache(maxsize=65536)
 def id_subject(name: str) -> Type:
     """The resource an id-like name names: ``movie_id`` -> (movie,); ``id`` -> ()."""
     words = name_words(name)

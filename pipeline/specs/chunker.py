@@ -71,6 +71,7 @@ class SpecChunker:
         self.links: list[StatedLink] = []
         self.operation_ids: dict[str, str] = {}
         self._graph_refs: dict[tuple[str, Path], tuple | None] = {}
+        self._body_walks: dict[tuple, list] = {}
 
     # ---- phase 1: where the chunks are ------------------------------------------------------
     def _register(self, frag: Fragment, tokens: tuple[str, ...]) -> None:
@@ -247,7 +248,7 @@ class SpecChunker:
         if frag.kind == "webhook":
             return
         self.deps.append(operation_deps(frag.id, frag.method, frag.path, frag.value, self._resolve_for_graph,
-                                        frag.file, shared, frag.extra["item_file"]))
+                                        frag.file, shared, frag.extra["item_file"], self._body_walks))
         self.links += stated_links(frag.id, frag.value, self._resolve_for_graph, frag.file)
         if frag.name:
             self.operation_ids.setdefault(frag.name, frag.id)

@@ -9,26 +9,23 @@ figure and the full-text figure are reported beside it, to show what each policy
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 from pipeline.specs.ids import base_chunk_id
 from pipeline.specs.models import ApiChunks, Chunk, ChunkType, ClosureFit
 
 
-def measure_closures(apis: Iterable[ApiChunks], token_limit: int = 4000, max_chunks: int = 15,
-                     max_depth: int = 3) -> ClosureFit:
-    compact, full, sizes = [], [], []
-    for api in apis:
-        by_id = {c.id: c for c in api.chunks}
-        for op in (c for c in api.chunks if c.type is ChunkType.ENDPOINT and base_chunk_id(c.id) == c.id):
-            tokens, count = _closure(op, by_id, max_depth, compact=True)
-            compact.append(tokens)
-            sizes.append(count)
-            full.append(_closure(op, by_id, max_depth, compact=False)[0])
-    if not compact:
+def operation_closures(api: ApiChunks, max_depth: int = 3) -> list[tuple[int, int, int]]:
+    """(compact tokens, chunks, full-text tokens) of each whole operation's closure: measured per
+    API, so ingest can do it as each API comes in, while workers read the next specs."""
+    by_id = {c.id: c for c in api.chunks}
+    return [(*_closure(op, by_id, max_depth, compact=True), _closure(op, by_id, max_depth, compact=False)[0])
+            for op in api.chunks if op.type is ChunkType.ENDPOINT and base_chunk_id(op.id) == op.id]
+
+
+def closure_fit(closures: list[tuple[int, int, int]], token_limit: int = 4000, max_chunks: int = 15) -> ClosureFit:
+    if not closures:
         return ClosureFit(token_limit=token_limit, max_chunks=max_chunks)
-    tokens, chunks, full_tokens = np.array(compact), np.array(sizes), np.array(full)
+    tokens, chunks, full_tokens = (np.array(column) for column in zip(*closures))
     fits = tokens <= token_limit
     return ClosureFit(operations=len(tokens), token_limit=token_limit, max_chunks=max_chunks,
                       fit=round(float(fits.mean()), 4),

@@ -11,14 +11,14 @@ import os
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from pipeline.errors import SpecError
 from pipeline.specs.chunker import SpecChunker
-from pipeline.specs.closure import measure_closures
+from pipeline.specs.closure import closure_fit, operation_closures
 from pipeline.specs.files import decode_text, is_text, read_regular_file
 from pipeline.specs.limits import SpecLimits
 from pipeline.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
@@ -112,14 +112,17 @@ def _size(path: Path) -> int:
 
 
 def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | None = None,
-                 progress: bool = False, limits: SpecLimits | None = None) -> CorpusIngest:
+                 progress: bool = False, limits: SpecLimits | None = None,
+                 on_api: Callable[[ApiChunks], None] | None = None) -> CorpusIngest:
     """Ingest every spec under ``paths``; CorpusError only for a missing input path.
 
-    ``limits`` default to the ``SPECRAG_SPEC_*`` settings of the environment."""
+    ``limits`` default to the ``SPECRAG_SPEC_*`` settings of the environment. ``on_api`` sees
+    each API as it is admitted, while the workers read on (the parent is idle meanwhile)."""
     start = time.perf_counter()
     jobs = plan_jobs(paths, max_tokens, limits or SpecLimits.from_settings())
     result = CorpusIngest()
     seen: dict[str, str] = {}
+    closures: list[tuple[int, int, int]] = []
     bar = tqdm(total=len(jobs), desc="ingest", unit="file", disable=not progress, leave=False)
     for path, outcome in iter_ingest(jobs, workers):
         bar.update()
@@ -130,11 +133,14 @@ def ingest_paths(paths: list[Path], max_tokens: int = 1500, *, workers: int | No
             continue
         if admit(result.report, seen, path, outcome.api.file_id):
             result.apis.append(outcome)
+            closures += operation_closures(outcome)  # a full read: every operation's closure
+            if on_api is not None:
+                on_api(outcome)
     bar.close()
     result.apis.sort(key=lambda a: a.api.file_id)
     result.report.specs_skipped.sort(key=lambda s: s.file)
     summarise(result.report, [ApiSummary.of(a) for a in result.apis])
-    result.report.closure = measure_closures(result.apis)  # a full read: every operation's closure
+    result.report.closure = closure_fit(closures)
     result.report.seconds = round(time.perf_counter() - start, 2)
     return result
 

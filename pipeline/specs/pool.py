@@ -15,6 +15,9 @@ The cyclic garbage collector is paused while a job runs and while the parent tak
 job builds millions of small acyclic objects (a parsed spec, its chunks) that refcounting frees,
 and every collection pass would walk all of them again (a fifth of a worker's time, and most of
 the parent's time spent unpickling results). Cycles made meanwhile are collected once it resumes.
+The results the parent took in stay alive for the rest of its run, so they join the oldest
+generation at once (``gc.freeze`` then ``gc.unfreeze``: two list moves) instead of being walked
+by a young, a middle and then a full collection on the way there (~2 s, serial, on the corpus).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float
     pool = ProcessPool(max_workers=max(1, min(workers, len(jobs))), initializer=gc.freeze)
     finished = False
     try:
-        with gc_paused():
+        with gc_paused(promote=True):
             futures = [pool.schedule(partial(_run_without_gc, fn), args=(job,), timeout=timeout_s) for job in jobs]
             for job, future in zip(jobs, futures):
                 yield job, _outcome(future, timeout_s)
@@ -56,13 +59,19 @@ def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic collection inside (it stays off where the caller had turned it off)."""
+def gc_paused(promote: bool = False) -> Iterator[None]:
+    """No cyclic collection inside (it stays off where the caller had turned it off). ``promote``:
+    what is alive at the end goes to the oldest generation unwalked, unless the process froze
+    objects of its own (unfreezing would hand those back to the collector)."""
+    promote = promote and gc.get_freeze_count() == 0
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if promote:
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 

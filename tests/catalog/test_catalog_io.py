@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.catalog.io import (CATALOG_FILE, GRAPH_DIR, INDEX_DIR, STATE_FILE, ApiIndexes, load_api_index,
-                                 load_catalog, write_catalogs)
+                                 load_catalog, render_api, write_catalogs)
 from pipeline.errors import IndexDamagedError, IndexNotBuiltError
 from pipeline.specs.ingest import ingest_paths
 
@@ -201,3 +201,19 @@ def test_truncated_catalog_is_a_one_line_error(specs, tmp_path):
     (out / CATALOG_FILE).write_bytes((out / CATALOG_FILE).read_bytes()[:30])
     with pytest.raises(IndexDamagedError, match="catalog.json is truncated or invalid"):
         load_catalog(out)
+
+
+def test_files_rendered_as_apis_come_in_are_the_files_written_after(specs, tmp_path):
+    """The CLI renders each API's files while the workers read on: the same bytes, one render each."""
+    (specs / "sub").mkdir()
+    (specs / "sub" / "beta.yaml").write_text(_spec("Other Beta", "berries"))  # same file_id: skipped
+    rendered = {}
+    apis = ingest_paths([specs], 1500, workers=1,
+                        on_api=lambda api: rendered.setdefault(api.api.file_id, []).append(render_api(api))).apis
+    assert sorted(rendered) == ["alpha", "beta", "gamma"] and all(len(r) == 1 for r in rendered.values())
+    write_catalogs(apis, tmp_path / "after")
+    write_catalogs(apis, tmp_path / "during", rendered={fid: r[0] for fid, r in rendered.items()})
+    after = sorted(p.relative_to(tmp_path / "after") for p in (tmp_path / "after").rglob("*.json"))
+    assert after == sorted(p.relative_to(tmp_path / "during") for p in (tmp_path / "during").rglob("*.json"))
+    assert len(after) == 7 and all((tmp_path / "after" / p).read_bytes() == (tmp_path / "during" / p).read_bytes()
+                                   for p in after)

@@ -59,3 +59,24 @@ def test_a_caller_that_stops_early_gets_the_collector_back():
     next(results)
     results.close()
     assert gc.isenabled()
+
+
+def _payload(n: int) -> list[list]:
+    return [[n, i] for i in range(50)]
+
+
+def test_results_join_the_oldest_generation_unwalked():
+    results = [payload for _, payload in run_jobs(_payload, [1, 2], workers=2, timeout_s=60)]
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(item) in oldest for payload in results for item in payload)
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_the_process_froze_stay_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        list(run_jobs(_payload, [1], workers=1, timeout_s=60))
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -56,4 +56,7 @@ class ParseBudget:
 
     def check_depth(self, depth: int) -> None:
         if depth > self.limits.max_depth:
-            raise SpecError(f"nested deeper than {self.limits.max_depth} levels (SPECRAG_SPEC_MAX_DEPTH)")
+            raise SpecError(self.too_deep())
+
+    def too_deep(self) -> str:
+        return f"nested deeper than {self.limits.max_depth} levels (SPECRAG_SPEC_MAX_DEPTH)"

@@ -90,6 +90,9 @@ class BoundedSafeLoader(_Parser, BoundedComposer, SafeConstructor, Resolver):  #
     compose_node = BoundedComposer.compose_node
 
 
+_LIBYAML_DEPTH = "exceeded maximum nesting depth"
+
+
 def parse_text(text: str, is_json: bool, budget: ParseBudget) -> Any:
     """Parse JSON or YAML within ``budget``; SpecError with a one-line reason."""
     if not is_json:
@@ -107,6 +110,8 @@ def _parse_yaml(text: str, budget: ParseBudget) -> Any:
     except yaml.constructor.ConstructorError as exc:
         raise SpecError(f"unsafe or unknown YAML tag: {one_line(exc.problem or exc)}") from None
     except yaml.YAMLError as exc:
+        if _LIBYAML_DEPTH in str(exc):  # newer libyaml (PyYAML 6.0.4 wheels) refuses deep flow nesting first
+            raise SpecError(budget.too_deep()) from None
         raise SpecError(f"invalid YAML: {one_line(exc)}") from None
     except RecursionError:
         raise SpecError("invalid YAML: nested too deeply") from None
@@ -120,7 +125,7 @@ def _parse_json(text: str, budget: ParseBudget) -> Any:
     except ValueError as exc:
         raise SpecError(f"invalid JSON: {one_line(exc)}") from None
     except RecursionError:
-        raise SpecError(f"nested deeper than {budget.limits.max_depth} levels (SPECRAG_SPEC_MAX_DEPTH)") from None
+        raise SpecError(budget.too_deep()) from None
     _charge(doc, budget)
     return doc
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.catalog.io import load_api_graph, load_api_indexes, load_catalog
-from pipeline.catalog.vectors import catalog_vectors
+from pipeline.catalog.vectors import blend_with_centroids, catalog_vectors
 from pipeline.engine import ApiQueryEngine
 from pipeline.errors import IndexNotBuiltError
 from pipeline.graph.queries import GraphQueries
@@ -31,6 +31,9 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     api_vectors = None
     if store.search_mode == "hybrid":
         api_vectors = catalog_vectors(catalog, store.embedder, embed_model_id(store.embedder), catalog_dir)
+        if settings.selection_centroid_weight:
+            api_vectors = blend_with_centroids(api_vectors, store.endpoint_centroids([e.file_id for e in catalog.apis]),
+                                               settings.selection_centroid_weight)
     selector = KeywordApiSelector(catalog, indexes, retriever, settings.selection_keyword_max_apis,
                                   drop_off=settings.selection_drop_off, evidence_depth=settings.selection_evidence_depth, api_vectors=api_vectors,
                                   embed_query=store.embed_query, weights=settings.selection_weights,

@@ -111,6 +111,10 @@ class Settings(BaseSettings):
         (0.0, 0.25, 1.0), validation_alias=_env("SELECTION_WEIGHTS"),
         json_schema_extra={"allowed": "a JSON list of three numbers, each >= 0 and <= 100"},
         description="offline stage 1: weights of catalog BM25, catalog vector and endpoint evidence (JSON list)")
+    selection_centroid_weight: float = Field(0.5, ge=0, le=1, allow_inf_nan=False,
+                                             validation_alias=_env("SELECTION_CENTROID_WEIGHT"),
+                                             description="offline stage 1: share of an API's mean endpoint vector in "
+                                                         "its catalog vector (0: the catalog entry's text alone)")
     selection_rrf_k: int = Field(10, ge=0, le=10_000, validation_alias=_env("SELECTION_RRF_K"),
                                  description="offline stage 1: reciprocal rank fusion constant")
     selection_evidence_depth: int = Field(50, ge=1, le=1000, validation_alias=_env("SELECTION_EVIDENCE_DEPTH"),

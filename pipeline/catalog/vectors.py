@@ -1,6 +1,10 @@
 """Embeddings of the catalog entries (name, description, domains), for the semantic signal of
 offline API selection. Cached beside the catalog per entry text and model, so a changed
-catalog re-embeds only the entries whose text changed."""
+catalog re-embeds only the entries whose text changed.
+
+An entry says what an API claims to be, and many say it badly (a title of "API", a description
+left at the editor's placeholder); :func:`blend_with_centroids` mixes in what its operations
+do, the mean of its endpoint vectors."""
 
 from __future__ import annotations
 
@@ -40,6 +44,16 @@ def catalog_vectors(catalog: Catalog, embedder, model_id: str, catalog_dir: Path
     except OSError as exc:  # a read-only catalog folder only costs the cache
         logger.warning("could not cache catalog vectors in %s: %s", path, exc)
     return vectors
+
+
+def blend_with_centroids(entries: np.ndarray, centroids: np.ndarray | None, weight: float) -> np.ndarray:
+    """Unit rows of ``(1 - weight) * entry + weight * centroid``; an API without a centroid (a zero
+    row: no endpoint) keeps its entry vector."""
+    if centroids is None or not weight or entries.size == 0:
+        return entries
+    has = np.linalg.norm(centroids, axis=1, keepdims=True) > 0
+    mixed = np.where(has, (1.0 - weight) * entries + weight * centroids, entries)
+    return (mixed / np.maximum(np.linalg.norm(mixed, axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
 
 def _load(path: Path, model_id: str) -> tuple[np.ndarray, np.ndarray] | None:

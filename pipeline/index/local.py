@@ -281,6 +281,19 @@ class LocalIndex:
     def api_chunks(self, file_id: str) -> list[Chunk]:
         return [self._load_chunk(int(r)) for r in self.api_rows(file_id)]
 
+    def centroids(self, file_ids: list[str], kind: str = "endpoint") -> np.ndarray | None:
+        """One unit row per API: the mean of its ``kind`` chunks' vectors (zeros for an API without
+        such chunks), or None in lexical mode."""
+        if self.vectors is None:
+            return None
+        out = np.zeros((len(file_ids), self.vectors.shape[1]), dtype=np.float32)
+        for i, file_id in enumerate(file_ids):
+            api = self.header.apis.get(file_id)
+            if api is not None and kind in api.spans and api.spans[kind][1] > api.spans[kind][0]:
+                mean = np.asarray(self.vectors[slice(*api.spans[kind])], dtype=np.float32).mean(axis=0)
+                out[i] = mean / max(float(np.linalg.norm(mean)), 1e-9)
+        return out
+
     def rows_vectors(self, file_id: str) -> np.ndarray | None:
         """The API's vectors (float32, chunk order), or None in lexical mode."""
         if self.vectors is None or file_id not in self.header.apis:

@@ -35,6 +35,7 @@ from pipeline.specs.models import Chunk
 
 if TYPE_CHECKING:  # builds never import LlamaIndex (~1.8 s); queries have it loaded already
     from llama_index.core.base.embeddings.base import BaseEmbedding
+    import numpy as np
     from llama_index.core.schema import NodeWithScore
 
 logger = logging.getLogger(__name__)
@@ -211,6 +212,12 @@ class ChunkStore:
         if self.local is None:
             return {}
         return self.local.get_chunks([cid for cid in dict.fromkeys(ids) if _file_id(cid) in self._served])
+
+    def endpoint_centroids(self, file_ids: list[str]) -> np.ndarray | None:
+        """Each API's mean endpoint vector (zeros for an API not served), or None in lexical mode."""
+        if self.search_mode != HYBRID or self.local is None:
+            return None
+        return self.local.centroids([f if f in self._served else "" for f in file_ids])
 
     def api_chunk_ids(self, file_id: str) -> list[str]:
         return self.local.chunk_ids(file_id) if file_id in self._served else []

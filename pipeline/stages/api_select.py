@@ -3,8 +3,10 @@
 Three signals, fused by weighted reciprocal rank:
 - catalog BM25: one document per API (name, description, domains, endpoint paths,
   operationIds, summaries, schema names), as the catalog describes it;
-- catalog vector (optional): the query's embedding against each catalog entry's (name,
-  description, domains), which hears "report a malicious IP" in "AbuseIPDB";
+- catalog vector (optional): the query's embedding against each API's vector (its catalog
+  entry's name, description and domains, blended with its mean endpoint vector:
+  :func:`~pipeline.catalog.vectors.blend_with_centroids`), which hears "report a malicious IP"
+  in "AbuseIPDB";
 - endpoint evidence (optional): the APIs in the order of their best hit among the fleet-wide
   endpoint search's top ``evidence_depth``, which sees single endpoints a long API document dilutes.
 The top ``max_apis`` are kept, fewer when the fused score drops off. The weights and the fusion

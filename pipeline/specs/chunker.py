@@ -30,8 +30,9 @@ from pipeline.specs.yaml_dump import to_yaml
 
 logger = logging.getLogger(__name__)
 # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids;
-# 6: operation chunks carry params and producers (the dependency graph); 7: base URL, auth, compact text
-CHUNKER_VERSION = "7"
+# 6: operation chunks carry params and producers (the dependency graph); 7: base URL, auth, compact text;
+# 8: an operation's search text names the fields it returns
+CHUNKER_VERSION = "8"
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
 MAX_REF_HOPS = 8  # a path item or operation that is a $ref to a $ref ... (multi-file specs)

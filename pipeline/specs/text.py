@@ -1,5 +1,7 @@
 """The two search views of a chunk: ``embed_text`` (short, for the embedder; its cost grows with
-length) and ``search_text`` (BM25: names in both raw and split form, summary, description)."""
+length) and ``search_text`` (BM25: names in both raw and split form, summary, description; for
+an operation also the fields it returns, so "the cast of a show" finds the call whose response
+holds ``cast``)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ from typing import Any
 
 from pipeline.analysis import split_identifier
 from pipeline.specs.render import (body_schemas, clip, first_sentence, parameter_names, property_names, ref_names,
-                                   strip_markdown)
+                                   response_schemas, strip_markdown)
 
 EMBED_CHARS = 140  # ~30 word pieces: the model costs ~3x per text at 64 tokens than at 25
 SEARCH_DESCRIPTION_CHARS = 600
+SEARCH_RESPONSE_FIELDS = 30  # names of returned fields in an operation's search text (a big schema is cut)
 _SINGULAR = {"schemas": "schema", "parameters": "parameter", "responses": "response", "requestBodies": "request body",
              "headers": "header", "securitySchemes": "security scheme", "examples": "example"}
 
@@ -30,12 +33,13 @@ def operation_texts(method: str, path: str, op: dict) -> dict[str, str]:
     tags = [str(t) for t in op.get("tags", [])] if isinstance(op.get("tags"), list) else []
     params = parameter_names(op.get("parameters"))
     body_props = [p for s in body_schemas(op) for p in property_names(s)]
+    returned = list(dict.fromkeys(p for s in response_schemas(op) for p in property_names(s)))[:SEARCH_RESPONSE_FIELDS]
     schema_names = ref_names({k: op.get(k) for k in ("requestBody", "responses", "parameters")})
     about = summary or first_sentence(description)
     embed = clip(f"{method} {_path_words(path)}: {about or split_identifier(op_id)}", EMBED_CHARS)
     search = " ".join([
         method, path, _path_words(path), _words([op_id]), summary, " ".join(tags), _words(params),
-        _words(body_props), _words(schema_names), clip(description, SEARCH_DESCRIPTION_CHARS),
+        _words(body_props), _words(returned), _words(schema_names), clip(description, SEARCH_DESCRIPTION_CHARS),
     ])
     return {"embed_text": embed, "search_text": " ".join(search.split())}
 

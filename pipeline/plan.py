@@ -29,11 +29,10 @@ from pipeline.context import ContextChunk, RetrievalStats
 from pipeline.graph.models import DependencyEdge
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import Chunk
-from pipeline.stages.producers import step_label
+from pipeline.stages.producers import FOLLOW_UP, step_label
 
 MIN_STEP_TOKENS = 300
 FROM_QUESTION = "from the question"
-FOLLOW_UP = "uses the "  # how producer expansion marks the call it adds after a lookup
 
 
 class ParamBinding(BaseModel):

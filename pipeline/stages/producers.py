@@ -19,7 +19,12 @@ The chosen producer is itself checked (chains: ``/search/collection`` -> ``/coll
 Then each name in the question ("the collection Star Wars", a capitalised name) gets the
 free-text lookup of its resource (see :mod:`pipeline.stages.names` for how a name is typed),
 placed before the first hit that needs the resource's id, or after the top hit together with
-the best-ranked operation that consumes it. Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
+the best-ranked operation that consumes it.
+
+Last, the other direction: a top hit that needs no id (a list, a lookup) and leaves words of
+the question unanswered ("the cast of a show on the air": ``/tv/on_the_air`` says nothing of a
+cast) is followed by the best-ranked operation of its API that takes the id it yields and has
+one of those words (``/tv/{tv_id}/credits``), unless the ranking holds such a call already. Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
 GET /movie/{movie_id}/credits".
 """
 
@@ -39,6 +44,7 @@ from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
 API_RANKING_DEPTH = 30
+FOLLOW_UP = "uses the "  # the reason of a call placed to use what an earlier one finds
 
 
 def _names(resource, words: list[str]) -> bool:
@@ -65,6 +71,9 @@ class ProducerExpander(BaseNodePostprocessor):
     lookup_weight: float = Field(1.0, description="bonus for a free-text lookup when the question names "
                                                   "something (for an input-free list when it names nothing)")
     relevance_weight: float = Field(1.0, description="weight of the producer's rank in the API for the question")
+    follow_depth: int = Field(10, description="a top hit that needs no id and leaves words of the question "
+                                              "unanswered is followed by the best-ranked call that uses its id and "
+                                              "has those words, among the API's best this many (0: never)")
 
     @classmethod
     def class_name(cls) -> str:
@@ -105,7 +114,41 @@ class _Placement:
             self._bind(consumer, self.cfg.max_chain)
         if self.names:
             self._named_lookups()
+        if self.cfg.follow_depth and self.rank_api is not None and self.added < self.cfg.max_added:
+            self._follow_top()
         return self.out
+
+    def _follow_top(self) -> None:
+        """"The cast of a show on the air": the top hit lists the shows and leaves "cast"
+        unanswered; the best-ranked operation of its API that takes the id it lists and has the
+        missing words (``/tv/{tv_id}/credits``, whose response holds ``cast``) comes right after it."""
+        top = self.out[0]
+        top_id = top.node.node_id
+        if any(p.id_like for p in decode_params(top.node.metadata.get("params"))) or \
+                any(str(n.node.metadata.get(ADDED_STEP, "")).startswith(FOLLOW_UP) for n in self.out):
+            return
+        missing = set(query_terms(self.question)) - set(query_terms(top.node.get_content()))
+        if not missing:
+            return
+        def answers(hit: NodeWithScore):
+            """The edge by which ``hit`` uses the top hit's id, when it also has a missing word."""
+            edge = next((e for e in decode_producers(hit.node.node_id, hit.node.metadata.get("producers"))
+                         if e.producer == top_id), None)
+            return edge if edge is not None and missing & set(query_terms(hit.node.get_content())) else None
+
+        if any(answers(n) for n in self.out[1:]):
+            return  # the ranking already holds such a call
+        ranks = self._ranks(top_id.split(":", 1)[0])
+        present = set(self._ids())
+        ranked = [c for c in sorted(ranks, key=ranks.get) if c not in present][: self.cfg.follow_depth]
+        fetched = self.cfg.fetch(ranked)
+        for cid in ranked:
+            edge = answers(fetched[cid]) if cid in fetched else None
+            if edge is not None:
+                self.out.insert(1, _marked(fetched[cid], f"{FOLLOW_UP}{edge.param} that {step_label(top_id)} finds",
+                                           top.score))
+                self.added += 1
+                return
 
     def _named_lookups(self) -> None:
         """Each name in the question, looked up before whatever needs its id: by the resource

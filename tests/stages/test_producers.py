@@ -170,3 +170,24 @@ def test_names_something():
     assert names_something("give me the number of movies directed by Sofia Coppola")
     assert not names_something("Who directed the top-1 rated movie? I need the API")
     assert not names_something("What is top rated?")
+
+
+def test_a_top_list_that_leaves_words_unanswered_is_followed_by_the_call_that_uses_its_id():
+    ranking = ApiRanking("/movie/top_rated", "/collection/{collection_id}/images", "/movie/{movie_id}/credits")
+    out = run(expander(retriever=ranking), "credits of the top rated movie", "/movie/top_rated", "/genre/list")
+    assert paths_of(out) == ["/movie/top_rated", "/movie/{movie_id}/credits", "/genre/list"]
+    assert out[1].node.metadata[ADDED_STEP] == "uses the movie_id that GET /movie/top_rated finds"
+    assert out[1].node.get_content() == "doc /movie/{movie_id}/credits"  # hydrated
+
+
+def test_no_follow_up_when_the_top_hit_answers_every_word_or_such_a_call_is_ranked():
+    ranking = ApiRanking("/movie/{movie_id}/credits")
+    answered = run(expander(retriever=ranking), "top rated movie", "/movie/top_rated", "/genre/list")
+    assert paths_of(answered) == ["/movie/top_rated", "/genre/list"]
+    ranked = run(expander(retriever=ranking), "credits of the top rated movie", "/movie/top_rated", "/genre/list",
+                 "/movie/{movie_id}/credits")
+    assert paths_of(ranked) == ["/movie/top_rated", "/genre/list", "/movie/{movie_id}/credits"]
+    off = run(expander(retriever=ranking, follow_depth=0), "credits of the top rated movie", "/movie/top_rated")
+    assert paths_of(off) == ["/movie/top_rated"]
+    wordless = run(expander(retriever=ranking), "reviews of the top rated movie", "/movie/top_rated")
+    assert paths_of(wordless) == ["/movie/top_rated"]  # the call that uses the id lacks the missing word

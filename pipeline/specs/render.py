@@ -45,9 +45,10 @@ def property_names(schema: Any, depth: int = 0) -> list[str]:
     """Property names of a schema, through allOf/items one level, refs by their last segment."""
     if not isinstance(schema, dict) or depth > 2:
         return []
-    names = [str(k) for k in (schema.get("properties") or {}) if isinstance(schema.get("properties"), dict)]
+    props = schema.get("properties")
+    names = [str(k) for k in props] if isinstance(props, dict) else []
     for key in ("allOf", "oneOf", "anyOf"):
-        for sub in schema.get(key) or [] if isinstance(schema.get(key), list) else []:
+        for sub in schema[key] if isinstance(schema.get(key), list) else []:
             names += property_names(sub, depth + 1)
             if isinstance(sub, dict) and isinstance(sub.get("$ref"), str):
                 names.append(ref_name(sub["$ref"]))
@@ -66,7 +67,7 @@ def body_schemas(operation: dict) -> list[Any]:
                 schemas.append(media.get("schema"))
         if "$ref" in body:
             schemas.append(body)
-    for p in operation.get("parameters") or [] if isinstance(operation.get("parameters"), list) else []:
+    for p in operation["parameters"] if isinstance(operation.get("parameters"), list) else []:
         if isinstance(p, dict) and p.get("in") == "body":
             schemas.append(p.get("schema"))
     return [s for s in schemas if isinstance(s, dict)]

@@ -36,5 +36,8 @@ def test_a_huge_response_adds_a_bounded_number_of_names():
 
 def test_hostile_response_shapes_are_ignored():
     for responses in (None, [], {"200": "ok"}, {"200": {"content": ["x"]}}, {"200": {"content": {"a": None}}},
-                      {"200": {"schema": {"properties": ["x"]}}}):
+                      {"200": {"schema": {"properties": ["x"]}}}, {"200": {"schema": {"properties": 1.5}}},
+                      {"200": {"schema": {"allOf": 2.5, "items": 3}}}):
         assert operation_texts("GET", "/x", {"responses": responses})["search_text"].startswith("GET /x")
+    assert operation_texts("POST", "/x", {"parameters": 1.5, "requestBody": {"content": {"a": {"schema": {
+        "properties": 7, "anyOf": 1.0}}}}})["search_text"].startswith("POST /x")

@@ -24,7 +24,9 @@ the best-ranked operation that consumes it.
 Last, the other direction: a top hit that needs no id (a list, a lookup) and leaves words of
 the question unanswered ("the cast of a show on the air": ``/tv/on_the_air`` says nothing of a
 cast) is followed by the best-ranked operation of its API that takes the id it yields and has
-one of those words (``/tv/{tv_id}/credits``), unless the ranking holds such a call already. Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
+one of those words (``/tv/{tv_id}/credits``), unless the ranking holds such a call already.
+
+Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
 GET /movie/{movie_id}/credits".
 """
 

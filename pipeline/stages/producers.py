@@ -132,6 +132,7 @@ class _Placement:
         missing = set(query_terms(self.question)) - set(query_terms(top.node.get_content()))
         if not missing:
             return
+
         def answers(hit: NodeWithScore):
             """The edge by which ``hit`` uses the top hit's id, when it also has a missing word."""
             edge = next((e for e in decode_producers(hit.node.node_id, hit.node.metadata.get("producers"))
@@ -140,16 +141,13 @@ class _Placement:
 
         if any(answers(n) for n in self.out[1:]):
             return  # the ranking already holds such a call
-        ranks = self._ranks(top_id.split(":", 1)[0])
         present = set(self._ids())
-        ranked = [c for c in sorted(ranks, key=ranks.get) if c not in present][: self.cfg.follow_depth]
+        ranked = [c for c in self._ranked(top_id.split(":", 1)[0]) if c not in present][: self.cfg.follow_depth]
         fetched = self.cfg.fetch(ranked)
         for cid in ranked:
             edge = answers(fetched[cid]) if cid in fetched else None
             if edge is not None:
-                self.out.insert(1, _marked(fetched[cid], f"{FOLLOW_UP}{edge.param} that {step_label(top_id)} finds",
-                                           top.score))
-                self.added += 1
+                self._place_after(fetched[cid], top_id, f"{FOLLOW_UP}{edge.param} that {step_label(top_id)} finds")
                 return
 
     def _named_lookups(self) -> None:
@@ -189,18 +187,19 @@ class _Placement:
 
     def _follow_up(self, lookup: str, resource) -> None:
         """The best-ranked operation that takes the looked-up id, right after the lookup."""
-        ranks = self._ranks(lookup.split(":", 1)[0])
-        ranked = sorted(ranks, key=ranks.get)
         consumers = set(resource.consumers)
         ids = set(self._ids())
-        best = next((c for c in ranked if c in consumers and c not in ids), None) or \
+        best = next((c for c in self._ranked(lookup.split(":", 1)[0]) if c in consumers and c not in ids), None) or \
             next((c for c in resource.consumers if c not in ids), None)
         found = self.cfg.fetch([best]) if best else {}
         if best in found:
-            at = self._ids().index(lookup) + 1
-            self.out.insert(at, _marked(found[best], f"uses the {resource.name} id that {step_label(lookup)} finds",
-                                        self.out[at - 1].score))
-            self.added += 1
+            self._place_after(found[best], lookup, f"{FOLLOW_UP}{resource.name} id that {step_label(lookup)} finds")
+
+    def _place_after(self, hit: NodeWithScore, anchor_id: str, reason: str) -> None:
+        """Insert ``hit`` right after ``anchor_id``, at its score: a call that uses what it finds."""
+        at = self._ids().index(anchor_id) + 1
+        self.out.insert(at, _marked(hit, reason, self.out[at - 1].score))
+        self.added += 1
 
     def _ids(self) -> list[str]:
         return [n.node.node_id for n in self.out]
@@ -246,6 +245,11 @@ class _Placement:
     def _relevance(self, chunk_id: str) -> float:
         rank = self._ranks(chunk_id.split(":", 1)[0]).get(chunk_id)
         return 0.0 if rank is None else 1.0 - rank / API_RANKING_DEPTH
+
+    def _ranked(self, api: str) -> list[str]:
+        """The API's operations, best-ranked for the question first."""
+        ranks = self._ranks(api)
+        return sorted(ranks, key=ranks.get)
 
     def _ranks(self, api: str) -> dict[str, int]:
         """chunk id -> rank of the API's operations for the question (computed once per API)."""

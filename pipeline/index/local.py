@@ -74,6 +74,7 @@ class LocalIndex:
         # one query searches several scopes with the same words (each stage-1 API, their union,
         # the producers' ranking): they share one scoring of the whole index
         self._bm25_totals = lru_cache(maxsize=BM25_CACHE)(self.postings.totals)
+        self._query_term_ids = lru_cache(maxsize=BM25_CACHE)(self._term_ids_of)
 
     @classmethod
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
@@ -123,15 +124,18 @@ class LocalIndex:
                hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
         """BM25 over ``search_text`` (``methods``: operations of those HTTP methods only); no zero-score hits."""
         spans = sorted(self.spans(file_ids, types))  # rows ascending: ties at the cut fall as before
-        term_ids = self.postings.term_ids(query_terms(query))
+        term_ids = self._query_term_ids(query)
         if not spans or not term_ids or k <= 0:
             return []
-        totals = self._bm25_totals(tuple(term_ids))
+        totals = self._bm25_totals(term_ids)
         mask = self._method_mask(methods) if methods is not None else None
         rows = np.concatenate([start + np.flatnonzero(totals[start:end] if mask is None else
                                                       (totals[start:end] != 0) & mask[start:end])
                                for start, end in spans])
         return self._hits(top_k(rows, totals[rows], k), lambda s: s, hydrate)
+
+    def _term_ids_of(self, query: str) -> tuple[int, ...]:
+        return tuple(self.postings.term_ids(query_terms(query)))
 
     def vector_search(self, embedding: list[float], file_ids: set[str], types: list[str] | None, k: int,
                       hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:

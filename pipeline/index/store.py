@@ -52,6 +52,8 @@ class ChunkStore:
     ``embed_model``: the model as an ``Embedder`` or as its LlamaIndex face (either view of the
     same model); the store keeps the Embedder (``embedder``), and builds use nothing else."""
 
+    in_memory = True  # chunk lookups read the memory-mapped local index: no call blocks on a server
+
     def __init__(self, settings: Settings, embed_model: Embedder | BaseEmbedding | None):
         if not _COLLECTION_RE.match(settings.collection):
             raise ValueError(f"collection name {settings.collection!r}: use 3-512 chars of [A-Za-z0-9._-]")

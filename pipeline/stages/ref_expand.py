@@ -32,7 +32,9 @@ The rules, chosen to keep the output deterministic and the best hit complete:
 - Missing ids (not returned by the lookup) are counted and logged, never fatal.
 - Timeout, from the start of ``expand``: a lookup still running at the deadline is abandoned,
   every pending candidate is cut with reason ``timeout`` and ``truncated`` is set; what was
-  fetched before is still admitted.
+  fetched before is still admitted. A lookup that says it reads memory (``in_memory``, as the
+  store's memory-mapped index does) runs in the caller's thread and is checked against the
+  deadline before each level: a watcher thread per level cost ~1 ms per query, 5 % of a query.
 
 Every cut is named in ``refs_cut`` (a ``CutRef``), so nothing is dropped silently.
 """
@@ -67,7 +69,8 @@ LEVEL_FETCH_FACTOR = 4  # per level, fetch at most this many times max_total_chu
 @runtime_checkable
 class ChunkLookup(Protocol):
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
-        """Chunks by id, in one batch; ids that do not exist are absent from the result."""
+        """Chunks by id, in one batch; ids that do not exist are absent from the result.
+        A lookup with a true ``in_memory`` attribute promises a call that never waits on a server."""
         ...
 
 
@@ -316,6 +319,8 @@ def _fetch(lookup: ChunkLookup, ids: list[str], deadline: float) -> dict[str, Ch
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return None
+    if getattr(lookup, "in_memory", False):
+        return lookup.get_chunks(ids)
     box: dict[str, Any] = {}
 
     def run() -> None:

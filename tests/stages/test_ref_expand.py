@@ -278,6 +278,25 @@ def test_level_fetch_cap_cuts_lowest_ranked_roots_first(prioritize):
     assert cuts(result) == overflow + admission and result.limits_hit == ["max_chunks"]
 
 
+def test_in_memory_lookup_runs_in_the_callers_thread_and_a_passed_deadline_stops_the_next_level():
+    """A lookup that reads memory is called directly (a watcher thread per level cost ~1 ms a
+    query); the deadline is still checked before each level: a slow level ends the walk."""
+    import threading
+
+    class MemoryLookup(DictLookup):
+        in_memory = True
+
+        def get_chunks(self, ids):
+            self.threads = [*getattr(self, "threads", []), threading.current_thread()]
+            return super().get_chunks(ids)
+
+    lookup = MemoryLookup(users_api(), delays=(0.2,))
+    result = ReferenceExpander(lookup=lookup, timeout_ms=100).expand(primaries(users_api(), POST))
+    assert lookup.threads == [threading.current_thread()]  # one level, in this thread, then out of time
+    assert [c.id for c in result.referenced] == [USER_CREATE, USER, POST_ERR]  # the level it finished is kept
+    assert result.truncated and (ADDRESS, USER_CREATE, 2, "timeout") in cuts(result)
+
+
 def test_no_slots_means_no_lookup():
     result, lookup = run(POST, max_total_chunks=0, prioritize_primary=False)
     assert lookup.calls == [] and [c.id for c in result.primary] == [POST] and result.referenced == []

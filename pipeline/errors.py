@@ -7,6 +7,7 @@
     ├── IndexDamagedError    an index file is missing, truncated or altered (`specrag index` repairs it)
     │   └── IndexFormatError an index written by another version of specrag (`specrag index` rebuilds it)
     ├── IndexBusyError       another `specrag index` holds the corpus's index lock
+    ├── EmbedModelUnavailableError  an index with vectors, and its model cannot be loaded to update it
     ├── ChromaUnavailableError  the Chroma server (SPECRAG_CHROMA_HOST) or store cannot be reached
     ├── LLMStageError        an LLM stage gave no usable answer (carries the fallback reason)
     ├── PromptError          a prompt file is missing or its {variables} don't match its stage
@@ -40,6 +41,11 @@ class IndexFormatError(IndexDamagedError):
 
 class IndexBusyError(SpecragError):
     """Another `specrag index` run is updating the same index and did not finish in time."""
+
+
+class EmbedModelUnavailableError(SpecragError):
+    """The index holds vectors but the embedding model did not load (offline, a wrong
+    SPECRAG_EMBED_MODEL_PATH): an update would rebuild it without them, so none is made."""
 
 
 class ChromaUnavailableError(SpecragError):

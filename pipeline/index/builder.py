@@ -24,6 +24,7 @@ import time
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
+from pipeline.errors import EmbedModelUnavailableError
 from pipeline.index.chroma_rows import ChromaRows
 from pipeline.index.embeddings import NO_EMBEDDINGS, embed_model_id
 from pipeline.index.lexical import LEXICAL_VERSION
@@ -73,6 +74,19 @@ def digest_chunks(chunks: list) -> str:
     return digest.hexdigest()
 
 
+def _refuse_to_drop_vectors(store: ChunkStore, settings: Settings) -> None:
+    """A model that failed to load is not a request for a lexical index: building without it
+    would drop every vector (minutes of embedding to get back, or a paid API's bill). Only
+    ``SPECRAG_EMBED_MODEL=none`` rebuilds an index with vectors as lexical."""
+    built_with = store.manifest.embed_model if store.manifest is not None else NO_EMBEDDINGS
+    wanted = settings.embed_model.strip()
+    if store.embedder is None and built_with != NO_EMBEDDINGS and wanted.lower() != NO_EMBEDDINGS:
+        raise EmbedModelUnavailableError(
+            f"the index holds vectors of {built_with} but the embedding model {wanted!r} could not be loaded "
+            "(see the warning above); nothing was changed. Set SPECRAG_EMBED_MODEL_PATH to a local copy of "
+            "the model, or SPECRAG_EMBED_MODEL=none to rebuild the index without vectors")
+
+
 class IndexBuilder:
     """Brings ``store`` in line with the ingested APIs (and the ones kept without re-reading)."""
 
@@ -83,6 +97,7 @@ class IndexBuilder:
         self.batch_size = batch_size
         self.shape = IndexShape(embed_model=embed_model_id(store.embedder), chunker_version=chunker_version,
                                 chunk_max_tokens=settings.chunk_max_tokens, lexical_version=LEXICAL_VERSION)
+        _refuse_to_drop_vectors(store, settings)
         self._pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "-1"))
 
     def reusable(self) -> dict[str, str]:

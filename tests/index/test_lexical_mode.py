@@ -44,3 +44,29 @@ def test_lexical_build_and_query(lexical_settings, caplog):
     assert store.lexical_search("weather forecast", None, None, 5) == []
     store.close()
     store_again.close()
+
+
+def test_an_unloadable_model_never_turns_an_index_with_vectors_lexical(settings, embed_model, tmp_path, monkeypatch):
+    """A model that fails to load (offline, a wrong path) is not a request for a lexical index:
+    the update is refused and the vectors stay; only SPECRAG_EMBED_MODEL=none rebuilds without them."""
+    from pipeline.errors import EmbedModelUnavailableError
+
+    store = ChunkStore(settings, embed_model)
+    IndexBuilder(store, settings).build(mini_fleet(), progress=False)
+    store.close()
+    monkeypatch.setattr(embeddings, "_warned", set())
+    broken = settings.model_copy(update={"embed_model_path": tmp_path / "no-such-model"})
+    offline = ChunkStore.open(broken)
+    with pytest.raises(EmbedModelUnavailableError, match="SPECRAG_EMBED_MODEL=none"):
+        IndexBuilder(offline, broken).build([users_api("2")], progress=False)
+    offline.close()
+
+    again = ChunkStore.open(settings, embed_model=embed_model)  # the model is back: every vector is still there
+    assert again.search_mode == "hybrid" and again.complete_api_ids() == {"users", "pets", "weather"}
+    assert again.vector_search("dog or cat", None, None, 1)[0].node.node_id == "pets:components/schemas/Pet"
+    again.close()
+
+    lexical = settings.model_copy(update={"embed_model": "none"})
+    chosen = ChunkStore.open(lexical)
+    assert IndexBuilder(chosen, lexical).build(mini_fleet(), progress=False).search_mode == "lexical"
+    chosen.close()

@@ -4,8 +4,9 @@ A name is a quoted text or a run of capitalised words that does not start a sent
 and all-capitals abbreviations left out). Only the grammar of English names is used, never a
 domain's words: the two words right before a name (articles and "called"/"named"/"titled"
 skipped, never across a comma) may be the resource it is ("the collection Star Wars", "a TV
-show called X"), and a possessive says the name is *not* the resource after it ("Cate
-Blanchett's latest TV show").
+show called X"), a possessive says the name is *not* the resource after it ("Cate
+Blanchett's latest TV show"), and so does the agent of a passive clause: a name after "by" is
+not the resource the words before "by" name ("movies directed by Sofia Coppola").
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ class NamedSpan(NamedTuple):
     text: str
     before: list[str]  # up to WINDOW words right before the name, lowercased
     owned: list[str]  # after a possessive ("X's latest movie"): up to WINDOW words, else []
+    acted_on: list[str] = []  # after "by" ("movies directed by X"): up to WINDOW words before "by", else []
 
 
 def named_spans(question: str) -> list[NamedSpan]:
     """Quoted names first, then capitalised runs, in question order."""
-    spans = [NamedSpan(m.group(1).strip(), _type_window(question[: m.start()].split()), [])
-             for m in _QUOTED.finditer(question)]
+    spans = [NamedSpan(m.group(1).strip(), _type_window(question[: m.start()].split()), [],
+                       _acted_on(question[: m.start()].split())) for m in _QUOTED.finditer(question)]
     for sentence in _SENTENCE.split(_QUOTED.sub(" , ", question)):
         words = sentence.split()
         i = 1  # a sentence's first word is capitalised anyway
@@ -46,7 +48,8 @@ def named_spans(question: str) -> list[NamedSpan]:
                 i += 1
             text = " ".join(_clean(w) for w in words[start:i])
             owned = _lower(words[i: i + WINDOW]) if _POSSESSIVE.search(_clean(words[i - 1])) else []
-            spans.append(NamedSpan(_POSSESSIVE.sub("", text), _type_window(words[:start]), owned))
+            spans.append(NamedSpan(_POSSESSIVE.sub("", text), _type_window(words[:start]), owned,
+                                   _acted_on(words[:start])))
     return spans
 
 
@@ -66,6 +69,19 @@ def _type_window(before: list[str]) -> list[str]:
     while words and words[-1] in _NAMING:
         words.pop()
     return words[-TYPE_WORDS:]
+
+
+def _acted_on(before: list[str]) -> list[str]:
+    """The words before "by" when the name is the agent of a passive clause (within the clause)."""
+    words = _lower(before[-1:])
+    if words != ["by"]:
+        return []
+    clause: list[str] = []
+    for word in reversed(before[:-1][-WINDOW:]):
+        if _ends_clause(word):
+            break
+        clause.insert(0, word)
+    return _lower(clause)
 
 
 def _is_name_word(word: str) -> bool:

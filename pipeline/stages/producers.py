@@ -165,7 +165,7 @@ class _Placement:
         resources = [r for r in (index.resources if index is not None else []) if r.lookups]
         for span in named_spans(self.question):
             typed = [r for r in resources if _names(r, span.before)]
-            owned = {r.name for r in resources if _names(r, span.owned)}
+            owned = {r.name for r in resources if _names(r, span.owned) or _names(r, span.acted_on)}
             resource = typed[0] if typed else self._most_relevant([r for r in resources if r.name not in owned])
             if resource is not None and self.added < self.cfg.max_added:
                 self._use_lookup(resource, span.text)

@@ -154,6 +154,23 @@ def test_an_untyped_name_gets_the_resource_whose_consumers_rank_best():
     assert "/search/collection" not in paths_of(owned)  # a possessive: the name is not the collection
 
 
+def test_the_agent_of_a_passive_clause_is_not_the_resource_it_acts_on():
+    ranking = ApiRanking("/movie/{movie_id}/credits", "/collection/{collection_id}/images")
+    plain = run(expander(retriever=ranking), "the credits of Star Wars", "/genre/list")
+    assert paths_of(plain)[1] == "/search/movie"  # untyped: the resource whose consumers rank best
+    agent = run(expander(retriever=ranking), "the movies grouped by Star Wars", "/genre/list")
+    assert "/search/movie" not in paths_of(agent) and paths_of(agent)[1] == "/search/collection"
+
+
+def test_what_a_name_after_by_acts_on():
+    assert named_spans("give me the number of movies directed by Sofia Coppola")[0].acted_on == [
+        "of", "movies", "directed"]
+    assert named_spans('orders placed by "John Smith" last week')[0].acted_on == ["orders", "placed"]
+    assert named_spans("songs by Adele")[0].acted_on == ["songs"]
+    assert named_spans("Released in 1997, by James Cameron")[0].acted_on == []  # never across a comma
+    assert named_spans("Who directed Titanic?")[0].acted_on == []
+
+
 def test_named_spans_and_what_types_them():
     spans = named_spans('movies directed by Sofia Coppola, the movie "Twilight" and a TV show called House of Cards')
     assert [(s.text, s.before) for s in spans] == [

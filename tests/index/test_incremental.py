@@ -65,7 +65,7 @@ def test_deleted_spec_is_removed(settings, embed_model):
 
 def test_new_model_rebuilds_everything(settings, embed_model):
     _build(settings, embed_model, mini_fleet())[0].close()
-    store, report = _build(settings, None, mini_fleet())
+    store, report = _build(settings.model_copy(update={"embed_model": "none"}), None, mini_fleet())
     assert report.chunks_embedded == 0 and report.search_mode == "lexical" and "now none" in report.full_rebuild
     assert settings.collection not in {c.name for c in store.client.list_collections()}
     assert report.apis_added == ["users", "pets", "weather"] and report.local_written

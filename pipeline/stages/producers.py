@@ -193,14 +193,29 @@ class _Placement:
         self._follow_up(lookup, resource)
 
     def _follow_up(self, lookup: str, resource) -> None:
-        """The best-ranked operation that takes the looked-up id, right after the lookup."""
-        consumers = set(resource.consumers)
-        ids = set(self._ids())
-        best = next((c for c in self._ranked(lookup.split(":", 1)[0]) if c in consumers and c not in ids), None) or \
+        """The operation that takes the looked-up id, right after the lookup: one that yields an
+        id a top hit needs (the bridge from the named resource to the hit), else the best-ranked."""
+        api, consumers, ids = lookup.split(":", 1)[0], set(resource.consumers), set(self._ids())
+        best = self._bridge(api, consumers, ids) or \
+            next((c for c in self._ranked(api) if c in consumers and c not in ids), None) or \
             next((c for c in resource.consumers if c not in ids), None)
         found = self.cfg.fetch([best]) if best else {}
         if best in found:
             self._place_after(found[best], lookup, f"{FOLLOW_UP}{resource.name} id that {step_label(lookup)} finds")
+
+    def _bridge(self, api: str, consumers: set[str], present: set[str]) -> str | None:
+        """A consumer of the named resource that produces an id parameter of a top hit (by the
+        edge's strength, then the API's ranking), unless the ranking holds one already."""
+        ranks = self._ranks(api)
+        offered = []
+        for hit in self.out[: self.cfg.consumers]:
+            needs = {p.name for p in decode_params(hit.node.metadata.get("params")) if p.id_like}
+            for e in decode_producers(hit.node.node_id, hit.node.metadata.get("producers")):
+                if e.param in needs and e.producer in consumers:
+                    if e.producer in present:
+                        return None
+                    offered.append((-e.score, ranks.get(e.producer, len(ranks)), e.producer))
+        return min(offered)[2] if offered else None
 
     def _place_after(self, hit: NodeWithScore, anchor_id: str, reason: str) -> None:
         """Insert ``hit`` right after ``anchor_id``, at its score: a call that uses what it finds."""

@@ -138,6 +138,18 @@ def test_a_named_resource_brings_its_lookup_and_the_call_that_uses_it():
     assert out[2].node.metadata[ADDED_STEP] == "uses the collection id that GET /search/collection finds"
 
 
+def test_a_named_resource_is_bridged_to_the_id_a_top_hit_needs():
+    """The credits of a movie *of a collection*: after the collection's lookup comes the call that
+    takes its id and yields movie ids (the graph's edge), not the collection call ranked best."""
+    ranking = ApiRanking("/collection/{collection_id}/images", "/collection/{collection_id}")
+    out = run(expander(retriever=ranking), "credits of a movie of the collection Star Wars",
+              "/movie/{movie_id}/credits", "/genre/list")
+    paths = paths_of(out)
+    at = paths.index("/search/collection")
+    assert paths[at + 1] == "/collection/{collection_id}" and "/collection/{collection_id}/images" not in paths
+    assert out[at + 1].node.metadata[ADDED_STEP] == "uses the collection id that GET /search/collection finds"
+
+
 def test_nothing_to_bind_or_no_question_changes_nothing():
     ranked = [node("/genre/list", 1.0), node("/movie/top_rated", 0.5)]
     assert run(expander(), "list the genres", "/genre/list", "/movie/top_rated") == ranked

@@ -160,15 +160,29 @@ class _Placement:
     def _named_lookups(self) -> None:
         """Each name in the question, looked up before whatever needs its id: by the resource
         the words before it name, else by the resource whose consumers the retriever ranks
-        best for the question (never one a possessive says it is not)."""
+        best for the question, never one the grammar says it is not (a possessive, a passive
+        agent) and, when it says so, one with a call that yields what the name owns or made."""
         index = self.cfg.load_index(self.out[0].node.node_id.split(":", 1)[0]) if self.cfg.load_index else None
         resources = [r for r in (index.resources if index is not None else []) if r.lookups]
         for span in named_spans(self.question):
             typed = [r for r in resources if _names(r, span.before)]
-            owned = {r.name for r in resources if _names(r, span.owned) or _names(r, span.acted_on)}
-            resource = typed[0] if typed else self._most_relevant([r for r in resources if r.name not in owned])
+            owned = [r for r in resources if _names(r, span.owned) or _names(r, span.acted_on)]
+            others = [r for r in resources if r not in owned]
+            if owned and not typed:  # X's movies, movies by X: X is of a type with a call that yields them
+                makers = self._makers(owned)
+                others = [r for r in others if makers & set(r.consumers)] or others
+            resource = typed[0] if typed else self._most_relevant(others)
             if resource is not None and self.added < self.cfg.max_added:
                 self._use_lookup(resource, span.text)
+
+    def _makers(self, resources: list) -> set[str]:
+        """Operations that yield ids of ``resources`` (read from the producer edges of a few of
+        their consumers)."""
+        sample = [c for r in resources for c in r.consumers[:3]]
+        found = self.cfg.fetch(sample)
+        return {e.producer for cid in sample if cid in found
+                for e in decode_producers(cid, found[cid].node.metadata.get("producers"))
+                if e.resource in {r.name for r in resources}}
 
     def _most_relevant(self, resources: list) -> Any:
         ranks = self._ranks(resources[0].lookups[0].split(":", 1)[0]) if resources and self.rank_api else {}

@@ -44,6 +44,9 @@ SPEC = {  # path -> (params, producers)
     "/collection/{collection_id}/images": ([COLLECTION], [edge("/collection/{collection_id}/images", "collection_id",
                                                                "/search/collection")]),
     "/genre/list": ([], []),
+    "/search/studio": ([TEXT], []),
+    "/studio/{studio_id}/images": ([ParamNeed(name="studio_id", location="path", required=True, id_like=True,
+                                              resources=["studio"])], []),
 }
 
 
@@ -172,6 +175,18 @@ def test_the_agent_of_a_passive_clause_is_not_the_resource_it_acts_on():
     assert paths_of(plain)[1] == "/search/movie"  # untyped: the resource whose consumers rank best
     agent = run(expander(retriever=ranking), "the movies grouped by Star Wars", "/genre/list")
     assert "/search/movie" not in paths_of(agent) and paths_of(agent)[1] == "/search/collection"
+
+
+def test_a_name_that_made_or_owns_a_resource_is_of_a_type_with_a_call_that_yields_it():
+    """"Movies grouped by Star Wars": of the resources it may be, the one a call of which yields
+    movie ids (the collection's details), not the studio whose consumers the ranking puts first."""
+    studio = ResourceEntry(name="studio", lookups=[op("/search/studio")], consumers=[op("/studio/{studio_id}/images")])
+    index = INDEX.model_copy(update={"resources": [*INDEX.resources, studio]})
+    ranking = ApiRanking("/studio/{studio_id}/images", "/collection/{collection_id}/images")
+    step = ProducerExpander(hydrate=hydrate, load_index=lambda api: index, retriever=ranking)
+    assert paths_of(run(step, "the credits of Star Wars", "/genre/list"))[1] == "/search/studio"  # untyped
+    assert paths_of(run(step, "the movies grouped by Star Wars", "/genre/list"))[1] == "/search/collection"
+    assert paths_of(run(step, "Star Wars's movies", "/genre/list"))[1] == "/search/collection"
 
 
 def test_what_a_name_after_by_acts_on():

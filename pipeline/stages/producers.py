@@ -17,9 +17,13 @@ The chosen producer is itself checked (chains: ``/search/collection`` -> ``/coll
 -> ``/movie/{movie_id}/credits``), up to ``max_chain`` links.
 
 Then each name in the question ("the collection Star Wars", a capitalised name) gets the
-free-text lookup of its resource (see :mod:`pipeline.stages.names` for how a name is typed),
-placed before the first hit that needs the resource's id, or after the top hit together with
-the best-ranked operation that consumes it.
+free-text lookup of its resource (see :mod:`pipeline.stages.names` for what the words around a
+name say). A name the grammar says owns or made another resource ("X's movies", "movies directed
+by X") is of a resource with a call that yields that one's ids (``/person/{id}/movie_credits``).
+The lookup is placed before the first hit that needs the resource's id, or after the top hit
+together with an operation that consumes it: the one that yields an id a top hit needs (the
+graph's bridge: ``/collection/{id}``, whose ``parts[].id`` fill ``{movie_id}``), else the
+best-ranked.
 
 Last, the other direction: a top hit that needs no id (a list, a lookup) and leaves words of
 the question unanswered ("the cast of a show on the air": ``/tv/on_the_air`` says nothing of a

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
 from pipeline.index.batching import BatchCoalescer
-from pipeline.index.collections import check_owner, collection_name, open_collection, server_client
+from pipeline.index.collections import (check_owner, collection_name, open_collection, remove_orphan_segments,
+                                        server_client)
 from pipeline.index.embeddings import Embedder, as_embedder, build_embedder, embed_model_id, embed_queries
 from pipeline.index.local import STUB, LocalIndex
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
@@ -302,6 +303,8 @@ class ChunkStore:
         if found:
             check_owner(self.settings, name, found[0].metadata)
             self.chroma_call(lambda: self.client.delete_collection(name))
+            if not self.settings.chroma_host:
+                remove_orphan_segments(self.data_dir / "chroma")
         self._collection, self._vectors = None, None
 
     def write_manifest(self, manifest: Manifest) -> None:

@@ -68,6 +68,8 @@ def test_new_model_rebuilds_everything(settings, embed_model):
     store, report = _build(settings.model_copy(update={"embed_model": "none"}), None, mini_fleet())
     assert report.chunks_embedded == 0 and report.search_mode == "lexical" and "now none" in report.full_rebuild
     assert settings.collection not in {c.name for c in store.client.list_collections()}
+    folders = [p.name for p in (settings.data_dir / "chroma").iterdir() if p.is_dir()]
+    assert folders == []  # the dropped collection's HNSW folder too (Chroma leaves it: chroma#5259)
     assert report.apis_added == ["users", "pets", "weather"] and report.local_written
     assert store.lexical_search("forecast", None, None, 1)[0].node.node_id == "weather:paths/~1forecast/get"
     store.close()
@@ -139,3 +141,15 @@ def test_empty_input_empties_the_index(settings, embed_model):
     assert store.vector_search("pets", None, None, 5) == [] and store.lexical_search("pets", None, None, 5) == []
     assert store.get_chunks(["pets:components/schemas/Pet"]) == {}
     store.close()
+
+
+def test_segment_folders_are_kept_when_the_store_cannot_be_read(tmp_path):
+    import uuid
+
+    from pipeline.index.collections import remove_orphan_segments
+
+    folder = tmp_path / "chroma"
+    (folder / str(uuid.uuid4())).mkdir(parents=True)
+    (folder / "not-a-segment").mkdir()
+    (folder / "chroma.sqlite3").write_text("not a database")
+    assert remove_orphan_segments(folder) == 0 and len(list(folder.iterdir())) == 3

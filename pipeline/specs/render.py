@@ -73,21 +73,6 @@ def body_schemas(operation: dict) -> list[Any]:
     return [s for s in schemas if isinstance(s, dict)]
 
 
-def response_schemas(operation: dict) -> list[Any]:
-    """Success response schemas (OAS 3 content, Swagger 2 ``schema``): what the operation returns."""
-    responses = operation.get("responses")
-    schemas = []
-    for code, response in responses.items() if isinstance(responses, dict) else []:
-        if not str(code).startswith("2") or not isinstance(response, dict):
-            continue
-        content = response.get("content")
-        for media in content.values() if isinstance(content, dict) else []:
-            if isinstance(media, dict):
-                schemas.append(media.get("schema"))
-        schemas.append(response.get("schema"))
-    return [s for s in schemas if isinstance(s, dict)]
-
-
 def ref_names(value: Any, limit: int = 12) -> list[str]:
     """Last segments of the $refs in a fragment (schema names), shallow-first, deduped."""
     names: list[str] = []

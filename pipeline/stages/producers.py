@@ -66,6 +66,15 @@ def _content_terms(text: str) -> frozenset[str]:
     return frozenset(query_terms(text))
 
 
+def _edges(hit: NodeWithScore) -> list:
+    """The hit's producer edges (the dependency graph stored on its chunk)."""
+    return decode_producers(hit.node.node_id, hit.node.metadata.get("producers"))
+
+
+def _params(hit: NodeWithScore) -> list:
+    return decode_params(hit.node.metadata.get("params"))
+
+
 def step_label(chunk_id: str) -> str:
     op = parse_operation_id(chunk_id)
     return f"{op[2]} {op[1]}" if op else chunk_id
@@ -137,7 +146,7 @@ class _Placement:
         missing words (``/tv/{tv_id}/credits``, whose response holds ``cast``) comes right after it."""
         top = self.out[0]
         top_id = top.node.node_id
-        if any(p.id_like for p in decode_params(top.node.metadata.get("params"))) or \
+        if any(p.id_like for p in _params(top)) or \
                 any(str(n.node.metadata.get(ADDED_STEP, "")).startswith(FOLLOW_UP) for n in self.out):
             return
         missing = set(query_terms(self.question)) - _content_terms(top.node.get_content())
@@ -146,8 +155,7 @@ class _Placement:
 
         def answers(hit: NodeWithScore):
             """The edge by which ``hit`` uses the top hit's id, when it also has a missing word."""
-            edge = next((e for e in decode_producers(hit.node.node_id, hit.node.metadata.get("producers"))
-                         if e.producer == top_id), None)
+            edge = next((e for e in _edges(hit) if e.producer == top_id), None)
             return edge if edge is not None and missing & _content_terms(hit.node.get_content()) else None
 
         if any(answers(n) for n in self.out[1:]):
@@ -185,7 +193,7 @@ class _Placement:
         sample = [c for r in resources for c in r.consumers[:3]]
         found = self.cfg.fetch(sample)
         return {e.producer for cid in sample if cid in found
-                for e in decode_producers(cid, found[cid].node.metadata.get("producers"))
+                for e in _edges(found[cid])
                 if e.resource in {r.name for r in resources}}
 
     def _most_relevant(self, resources: list) -> Any:
@@ -227,8 +235,8 @@ class _Placement:
         ranks = self._ranks(api)
         offered = []
         for hit in self.out[: self.cfg.consumers]:
-            needs = {p.name for p in decode_params(hit.node.metadata.get("params")) if p.id_like}
-            for e in decode_producers(hit.node.node_id, hit.node.metadata.get("producers")):
+            needs = {p.name for p in _params(hit) if p.id_like}
+            for e in _edges(hit):
                 if e.param in needs and e.producer in consumers:
                     if e.producer in present:
                         return None
@@ -248,9 +256,9 @@ class _Placement:
         ids = self._ids()
         if consumer_id not in ids or chain < 0:
             return
-        node = self.out[ids.index(consumer_id)].node
-        edges = decode_producers(consumer_id, node.metadata.get("producers"))
-        for need in decode_params(node.metadata.get("params")):
+        hit = self.out[ids.index(consumer_id)]
+        edges = _edges(hit)
+        for need in _params(hit):
             if not need.id_like or self.added >= self.cfg.max_added:
                 continue
             ids = self._ids()
@@ -274,7 +282,7 @@ class _Placement:
         return min(scored, key=lambda s: s[:2])[2] if scored else None
 
     def _score(self, edge, hit: NodeWithScore) -> float:
-        params = decode_params(hit.node.metadata.get("params"))
+        params = _params(hit)
         needs_id = any(p.id_like for p in params)
         takes_text = any(p.text and p.location == "query" for p in params)
         reads = str(hit.node.metadata.get("method", "GET")).upper() == "GET"

@@ -146,7 +146,7 @@ def _cached_vectors(model, docs: list[str], cache_dir: Path) -> np.ndarray:
     path = cache_dir / f"flat-{key}.npy"
     if path.is_file():
         return np.load(path)
-    logger.warning("embedding %d operation documents for the flat baseline (once; cached in %s)", len(docs), path)
+    logger.info("embedding %d operation documents for the flat baseline (once; cached in %s)", len(docs), path)
     vectors = np.asarray(embed_sorted(model, docs), dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -6,12 +6,27 @@ reader gets.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
 from pipeline.specs.models import Chunk
 from pipeline.stages.results import ContextChunk
+
+
+class Hit(NamedTuple):
+    """A ranked chunk inside a search, read like LlamaIndex's ``NodeWithScore`` (``.node``,
+    ``.score``) but without its pydantic validation: a query ranks ~1,300 hits in its scopes and
+    keeps ~100, and building each as a ``NodeWithScore`` cost 1.2 ms of the query's 12 ms
+    (py-spy). Retrievers return ``NodeWithScore`` (:func:`as_node_with_score`); a hit's stub node
+    is shared and read-only."""
+
+    node: TextNode
+    score: float | None
+
+
+def as_node_with_score(hit: Hit | NodeWithScore) -> NodeWithScore:
+    return hit if isinstance(hit, NodeWithScore) else NodeWithScore(node=hit.node, score=hit.score)
 
 
 def text_node(node_id: str, text: str, metadata: dict[str, Any]) -> TextNode:

@@ -35,6 +35,8 @@ from pipeline.specs.models import Chunk
 if TYPE_CHECKING:  # nodes are made for queries only: a build never imports LlamaIndex (~1.8 s)
     from llama_index.core.schema import NodeWithScore, TextNode
 
+    from pipeline.nodes import Hit
+
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 RECORD_CACHE = 4096
 STUB_CACHE = 16384  # ranking stubs, ~1 KB each (fresh queries after warm-up: p50 -1 ms for +12 MB RSS over 4096)
@@ -122,7 +124,7 @@ class LocalIndex:
         return np.isin(self.methods, wanted)
 
     def search(self, query: str, file_ids: set[str], types: list[str] | None, k: int,
-               hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+               hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
         """BM25 over ``search_text`` (``methods``: operations of those HTTP methods only); no zero-score hits."""
         spans = sorted(self.spans(file_ids, types))  # rows ascending: ties at the cut fall as before
         term_ids = self._query_term_ids(query)
@@ -139,7 +141,7 @@ class LocalIndex:
         return tuple(self.postings.term_ids(query_terms(query)))
 
     def vector_search(self, embedding: list[float], file_ids: set[str], types: list[str] | None, k: int,
-                      hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+                      hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
         """Exact cosine search; scores as ChromaVectorStore gives them (:func:`vector_score`)."""
         spans = self.spans(file_ids, types)
         if not spans or self.vectors is None or k <= 0:
@@ -229,11 +231,16 @@ class LocalIndex:
             out[:, first - start:last - start] = queries @ np.asarray(self.vectors[first:last], dtype=np.float32).T
         return out
 
-    def _hits(self, ranked: list[tuple[int, float]], scale, hydrate: bool) -> list[NodeWithScore]:
+    def _hits(self, ranked: list[tuple[int, float]], scale, hydrate: bool) -> list[NodeWithScore] | list[Hit]:
+        """Full nodes as ``NodeWithScore``; stubs (``hydrate=False``, for ranking) as light hits (:class:`~pipeline.nodes.Hit`)."""
+        if not hydrate:
+            from pipeline.nodes import Hit
+
+            stub = self._stub
+            return [Hit(stub(row), float(scale(score))) for row, score in ranked]
         from llama_index.core.schema import NodeWithScore
 
-        make = self.node if hydrate else self._stub
-        return [NodeWithScore(node=make(row), score=float(scale(score))) for row, score in ranked]
+        return [NodeWithScore(node=self.node(row), score=float(scale(score))) for row, score in ranked]
 
     # ---- chunks --------------------------------------------------------------------------
 

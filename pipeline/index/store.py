@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # builds never import LlamaIndex (~1.8 s); queries have it lo
     import numpy as np
     from llama_index.core.schema import NodeWithScore
 
+    from pipeline.nodes import Hit
+
 logger = logging.getLogger(__name__)
 
 HYBRID, LEXICAL = "hybrid", "lexical"
@@ -160,7 +162,7 @@ class ChunkStore:
         return set(self._served)
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
+                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
         """``methods`` keeps operations of those HTTP methods only (components have none)."""
         if self.search_mode != HYBRID or top_k <= 0 or types == [] or methods == [] or self.local is None:
             return []
@@ -171,8 +173,9 @@ class ChunkStore:
                                         methods=methods)
 
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]:
-        """``hydrate=False`` returns stub nodes (id, source_file, type): enough to rank and fuse."""
+                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
+        """``hydrate=False`` returns hits of stub nodes (id, source_file, type; :class:`~pipeline.nodes.Hit`):
+        enough to rank and fuse."""
         allowed = self._allowed(file_ids)
         if not allowed or types == [] or methods == [] or self.local is None:
             return []
@@ -196,18 +199,18 @@ class ChunkStore:
             self._embedding_cache[query] = cached
         return cached
 
-    def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
+    def hydrate(self, hits: list[NodeWithScore] | list[Hit]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
         from llama_index.core.schema import NodeWithScore
 
-        def is_stub(hit: NodeWithScore) -> bool:  # flagged, or any node without text
+        from pipeline.nodes import as_node_with_score
+
+        def is_stub(hit: NodeWithScore | Hit) -> bool:  # flagged, or any node without text
             return bool(hit.node.metadata.get(STUB)) or not hit.node.get_content()
 
         stubs = [h.node.node_id for h in hits if is_stub(h)]
-        if not stubs:
-            return hits
-        full = self.local.get_nodes(stubs) if self.local is not None else {}
-        return [NodeWithScore(node=full[h.node.node_id], score=h.score) if is_stub(h) else h
+        full = self.local.get_nodes(stubs) if stubs and self.local is not None else {}
+        return [NodeWithScore(node=full[h.node.node_id], score=h.score) if is_stub(h) else as_node_with_score(h)
                 for h in hits if not is_stub(h) or h.node.node_id in full]
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:

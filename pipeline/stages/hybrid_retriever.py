@@ -22,6 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from pipeline.api_models import SearchMode
 from pipeline.fusion import DEFAULT_K, weighted_rrf
+from pipeline.nodes import Hit, as_node_with_score
 from pipeline.settings import Settings
 from pipeline.specs.ids import base_chunk_id
 from pipeline.stages.query import SpecQuery
@@ -31,38 +32,39 @@ class SearchIndex(Protocol):
     search_mode: str
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
-                      hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]: ...
+                      hydrate: bool = True, methods: list[str] | None = None) -> list[Hit]: ...
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
-                       hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore]: ...
-    def hydrate(self, hits: list[NodeWithScore]) -> list[NodeWithScore]: ...
+                       hydrate: bool = True, methods: list[str] | None = None) -> list[Hit]: ...
+    def hydrate(self, hits: list[Hit]) -> list[NodeWithScore]: ...
 
 
-def collapse_parts(hits: list[NodeWithScore]) -> list[NodeWithScore]:
+def collapse_parts(hits: list[Hit]) -> list[Hit]:
     """A ``:partN`` hit stands for its whole chunk: rank the base chunk once, at its best place
     (the reference expansion brings the other parts)."""
     seen: set[str] = set()
     out = []
     for hit in hits:
-        base = base_chunk_id(hit.node.node_id)
+        node_id = hit.node.node_id
+        base = base_chunk_id(node_id)
         if base in seen:
             continue
         seen.add(base)
-        if base != hit.node.node_id:
-            hit = NodeWithScore(node=TextNode(id_=base, text="", metadata=dict(hit.node.metadata)), score=hit.score)
+        if base != node_id:
+            hit = Hit(TextNode(id_=base, text="", metadata=dict(hit.node.metadata)), hit.score)
         out.append(hit)
     return out
 
 
-def fuse_hits(sides: list[tuple[list[NodeWithScore | None], float]], k: int) -> list[NodeWithScore]:
+def fuse_hits(sides: list[tuple[list[Hit | None], float]], k: int) -> list[Hit]:
     """Hit lists fused by weighted reciprocal rank (:func:`weighted_rrf`), as hits. A ``None``
     entry holds a rank without a hit (a list with some hits taken out keeps its ranks)."""
-    first: dict[str, NodeWithScore] = {}
+    first: dict[str, Hit] = {}
     for hits, _ in sides:
         for hit in hits:
             if hit is not None:
                 first.setdefault(hit.node.node_id, hit)
     rankings = [([hit.node.node_id if hit is not None else None for hit in hits], weight) for hits, weight in sides]
-    return [NodeWithScore(node=first[i].node, score=score) for i, score in weighted_rrf(rankings, k)]
+    return [Hit(first[i].node, score) for i, score in weighted_rrf(rankings, k)]
 
 
 class HybridRetriever(BaseRetriever):
@@ -105,9 +107,9 @@ class HybridRetriever(BaseRetriever):
             ranked = self._soft(query, depth)
         else:
             ranked = self._hybrid(query, query.query_str, query.file_ids, depth)
-        return self.index.hydrate(ranked[:top_k]) if query.hydrate else ranked[:top_k]
+        return self.index.hydrate(ranked[:top_k]) if query.hydrate else [as_node_with_score(h) for h in ranked[:top_k]]
 
-    def _soft(self, query: SpecQuery, depth: int) -> list[NodeWithScore]:
+    def _soft(self, query: SpecQuery, depth: int) -> list[Hit]:
         """The preferred APIs' ranking merged with the whole index's, whose hits of preferred APIs are
         taken out but keep their ranks. Merged by weighted reciprocal rank without smoothing
         (k = 0): another API's hit at rank r lands near the preferred ranking's rank
@@ -121,7 +123,7 @@ class HybridRetriever(BaseRetriever):
         others = [None if h.node.metadata.get("source_file") in chosen else h for h in fleet]
         return fuse_hits([(preferred, 1.0), (others, self.fleet_weight)], k=0)
 
-    def _preferred(self, query: SpecQuery, depth: int) -> list[NodeWithScore]:
+    def _preferred(self, query: SpecQuery, depth: int) -> list[Hit]:
         """Each preferred API ranked on its own, merged by reciprocal rank weighted by the API's place
         in the preference (``api_decay ** i``): the first API's best hits lead, and a big API's many
         near-matches cannot bury a small API's one good operation.
@@ -139,7 +141,7 @@ class HybridRetriever(BaseRetriever):
         return by_api
 
     def _hybrid(self, query: SpecQuery, lexical_query: str, file_ids: list[str] | None,
-                depth: int) -> list[NodeWithScore]:
+                depth: int) -> list[Hit]:
         """One scope's vector and BM25 rankings (parts collapsed), fused by weighted RRF; a single
         side (``SpecQuery.mode`` keyword or vector) keeps its own order and scores."""
         filters = dict(file_ids=file_ids, types=query.types, top_k=depth, hydrate=False, methods=query.methods)

@@ -108,7 +108,8 @@ class ProducerExpander(BaseNodePostprocessor):
         question = (query_bundle.embedding_strs or [query_bundle.query_str])[0]
         depth = (query_bundle.top_k if isinstance(query_bundle, SpecQuery) else None) or len(nodes)
         rank_api = (lambda api: self._api_ranking(query_bundle, question, api)) if self.retriever is not None else None
-        return _Placement(self, question, list(nodes), rank_api).run()[:depth]
+        preferred = (query_bundle.prefer_file_ids or query_bundle.file_ids or []) if isinstance(query_bundle, SpecQuery) else []
+        return _Placement(self, question, list(nodes), rank_api, preferred).run()[:depth]
 
     def _api_ranking(self, query: QueryBundle, question: str, api: str) -> list[str]:
         narrowed = SpecQuery(query_str=query.query_str, custom_embedding_strs=[question], file_ids=[api],
@@ -125,8 +126,9 @@ class _Placement:
     """One query's placement: the ranking being rebuilt and what it has added so far."""
 
     def __init__(self, cfg: ProducerExpander, question: str, ranked: list[NodeWithScore],
-                 rank_api: Callable[[str], list[str]] | None):
+                 rank_api: Callable[[str], list[str]] | None, preferred: list[str] = ()):
         self.cfg, self.question, self.out = cfg, question, ranked
+        self.preferred = list(preferred)
         self.rank_api, self._api_ranks = rank_api, {}
         self.names = names_something(question)
         self.added = 0
@@ -171,13 +173,16 @@ class _Placement:
 
     def _named_lookups(self) -> None:
         """Each name in the question, looked up before whatever needs its id: by the resource
-        the words before it name, else by the resource whose consumers the retriever ranks
-        best for the question, never one the grammar says it is not (a possessive, a passive
-        agent) and, when it says so, one with a call that yields what the name owns or made."""
-        index = self.cfg.load_index(self.out[0].node.node_id.split(":", 1)[0]) if self.cfg.load_index else None
-        resources = [r for r in (index.resources if index is not None else []) if r.lookups]
+        the words before it name (in the top hit's API, else in the first API stage 1 preferred
+        that has one: another API's list can top the ranking), else by the resource whose
+        consumers the retriever ranks best for the question, never one the grammar says it is
+        not (a possessive, a passive agent) and, when it says so, one with a call that yields
+        what the name owns or made."""
+        top_api = self.out[0].node.node_id.split(":", 1)[0]
+        resources = self._resources(top_api)
         for span in named_spans(self.question):
-            typed = [r for r in resources if _names(r, span.before)]
+            typed = next((found for api in dict.fromkeys([top_api, *self.preferred])
+                          if (found := [r for r in self._resources(api) if _names(r, span.before)])), [])
             owned = [r for r in resources if _names(r, span.owned) or _names(r, span.acted_on)]
             others = [r for r in resources if r not in owned]
             if owned and not typed:  # X's movies, movies by X: X is of a type with a call that yields them
@@ -186,6 +191,11 @@ class _Placement:
             resource = typed[0] if typed else self._most_relevant(others)
             if resource is not None and self.added < self.cfg.max_added:
                 self._use_lookup(resource, span.text)
+
+    def _resources(self, api: str) -> list:
+        """The API's resource types that have a free-text lookup."""
+        index = self.cfg.load_index(api) if self.cfg.load_index else None
+        return [r for r in (index.resources if index is not None else []) if r.lookups]
 
     def _makers(self, resources: list) -> set[str]:
         """Operations that yield ids of ``resources`` (read from the producer edges of a few of

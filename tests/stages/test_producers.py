@@ -153,6 +153,20 @@ def test_a_named_resource_is_bridged_to_the_id_a_top_hit_needs():
     assert out[at + 1].node.metadata[ADDED_STEP] == "uses the collection id that GET /search/collection finds"
 
 
+def test_a_typed_name_is_looked_up_in_a_preferred_api_when_another_api_tops_the_ranking():
+    """Another API's list on top knows no "movie": the movie is looked up in the API stage 1
+    preferred that has one, not typed by the top API's best guess."""
+    other = NodeWithScore(node=TextNode(id_=operation_chunk_id("boxoffice", "/lists", "get"), text="doc",
+                                        metadata={"source_file": "boxoffice"}), score=1.0)
+    ranked = [other, node("/genre/list", 0.5)]
+    query = SpecQuery(query_str="the cast of the movie Titanic", prefer_file_ids=["boxoffice", API], top_k=10)
+    out = expander().postprocess_nodes(ranked, query_bundle=query)
+    assert paths_of(out) == ["/lists", "/search/movie", "/movie/{movie_id}/credits", "/genre/list"]
+    assert out[1].node.metadata[ADDED_STEP] == "looks up the movie 'Titanic'"
+    unpreferred = expander().postprocess_nodes(ranked, query_bundle=SpecQuery(query_str=query.query_str, top_k=10))
+    assert paths_of(unpreferred) == ["/lists", "/genre/list"]
+
+
 def test_nothing_to_bind_or_no_question_changes_nothing():
     ranked = [node("/genre/list", 1.0), node("/movie/top_rated", 0.5)]
     assert run(expander(), "list the genres", "/genre/list", "/movie/top_rated") == ranked

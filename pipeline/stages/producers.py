@@ -66,13 +66,25 @@ def _content_terms(text: str) -> frozenset[str]:
     return frozenset(query_terms(text))
 
 
-def _edges(hit: NodeWithScore) -> list:
+def _edges(hit: NodeWithScore) -> tuple:
     """The hit's producer edges (the dependency graph stored on its chunk)."""
-    return decode_producers(hit.node.node_id, hit.node.metadata.get("producers"))
+    raw = hit.node.metadata.get("producers")
+    return _decoded_edges(hit.node.node_id, raw) if isinstance(raw, str) else tuple(decode_producers(hit.node.node_id, raw))
 
 
-def _params(hit: NodeWithScore) -> list:
-    return decode_params(hit.node.metadata.get("params"))
+def _params(hit: NodeWithScore) -> tuple:
+    raw = hit.node.metadata.get("params")
+    return _decoded_params(raw) if isinstance(raw, str) else tuple(decode_params(raw))
+
+
+@lru_cache(maxsize=4096)  # the same operations recur across queries: decoding them was 2 % of a query
+def _decoded_edges(consumer: str, raw: str) -> tuple:
+    return tuple(decode_producers(consumer, raw))
+
+
+@lru_cache(maxsize=4096)
+def _decoded_params(raw: str) -> tuple:
+    return tuple(decode_params(raw))
 
 
 def step_label(chunk_id: str) -> str:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Optional
 
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
@@ -51,6 +51,7 @@ from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
 API_RANKING_DEPTH = 30
+RESOURCE_CACHE = 1024  # APIs whose lookup resources are kept (a few KB each)
 FOLLOW_UP = "uses the "  # the reason of a call placed to use what an earlier one finds
 
 
@@ -109,6 +110,8 @@ class ProducerExpander(BaseNodePostprocessor):
                                               "unanswered is followed by the best-ranked call that uses its id and "
                                               "has those words, among the API's best this many (0: never)")
 
+    _resources: Any = PrivateAttr(None)
+
     @classmethod
     def class_name(cls) -> str:
         return "ProducerExpander"
@@ -127,6 +130,17 @@ class ProducerExpander(BaseNodePostprocessor):
         narrowed = SpecQuery(query_str=query.query_str, custom_embedding_strs=[question], file_ids=[api],
                              types=["endpoint"], top_k=API_RANKING_DEPTH, hydrate=False)
         return [n.node.node_id for n in self.retriever.retrieve(narrowed)]
+
+    def resources(self, api: str) -> tuple:
+        """The API's resource types that have a free-text lookup (kept per API: a question's names
+        are typed in up to four APIs, and the parsed detailed indexes are cached for far fewer)."""
+        if self._resources is None:
+            self._resources = lru_cache(maxsize=RESOURCE_CACHE)(self._lookup_resources)
+        return self._resources(api)
+
+    def _lookup_resources(self, api: str) -> tuple:
+        index = self.load_index(api) if self.load_index else None
+        return tuple(r for r in (index.resources if index is not None else []) if r.lookups)
 
     def fetch(self, ids: list[str]) -> dict[str, NodeWithScore]:
         stubs = [NodeWithScore(node=TextNode(id_=i, text=""), score=0.0) for i in ids]
@@ -191,10 +205,10 @@ class _Placement:
         not (a possessive, a passive agent) and, when it says so, one with a call that yields
         what the name owns or made."""
         top_api = self.out[0].node.node_id.split(":", 1)[0]
-        resources = self._resources(top_api)
+        resources = self.cfg.resources(top_api)
         for span in named_spans(self.question):
             typed = next((found for api in dict.fromkeys([top_api, *self.preferred])
-                          if (found := [r for r in self._resources(api) if _names(r, span.before)])), [])
+                          if (found := [r for r in self.cfg.resources(api) if _names(r, span.before)])), [])
             owned = [r for r in resources if _names(r, span.owned) or _names(r, span.acted_on)]
             others = [r for r in resources if r not in owned]
             if owned and not typed:  # X's movies, movies by X: X is of a type with a call that yields them
@@ -203,11 +217,6 @@ class _Placement:
             resource = typed[0] if typed else self._most_relevant(others)
             if resource is not None and self.added < self.cfg.max_added:
                 self._use_lookup(resource, span.text)
-
-    def _resources(self, api: str) -> list:
-        """The API's resource types that have a free-text lookup."""
-        index = self.cfg.load_index(api) if self.cfg.load_index else None
-        return [r for r in (index.resources if index is not None else []) if r.lookups]
 
     def _makers(self, resources: list) -> set[str]:
         """Operations that yield ids of ``resources`` (read from the producer edges of a few of

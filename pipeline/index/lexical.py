@@ -49,16 +49,26 @@ class Postings:
         """Known terms only, repeats kept (a repeated query word counts twice, as in bm25s)."""
         return [self._term_id[t] for t in terms if t in self._term_id]
 
+    @cached_property
+    def _scores(self) -> np.ndarray:
+        """Each posting's BM25 term score, which no query changes: computed once per generation
+        (4 bytes a posting: 5 MB for the fleet's 1.3M), so a query only adds them up (a query's
+        ~17 terms and ~43k postings: 0.36 -> 0.10 ms)."""
+        tf = self.tf.astype(np.float32)
+        norm = (K1 * ((1 - B) + B * self.doc_len[self.rows] / self.avg_len)).astype(np.float32)
+        scores = np.repeat(self.idf, np.diff(self.ptr)) * (tf / (norm + tf))
+        scores.flags.writeable = False
+        return scores
+
     def totals(self, term_ids: tuple[int, ...]) -> np.ndarray:
         """Every row's BM25 score (read-only). Summed in float32 in query-term order into one
         array over all rows, as bm25s does; a row's score never depends on which rows a search
         allows, so one array serves every scope of a query (see ``LocalIndex.search``)."""
         totals = np.zeros(len(self.doc_len), dtype=np.float32)
+        scores = self._scores
         for t in term_ids:
             start, end = self.ptr[t], self.ptr[t + 1]
-            rows, tf = self.rows[start:end], self.tf[start:end].astype(np.float32)
-            norm = (K1 * ((1 - B) + B * self.doc_len[rows] / self.avg_len)).astype(np.float32)
-            np.add.at(totals, rows, self.idf[t] * (tf / (norm + tf)))
+            np.add.at(totals, self.rows[start:end], scores[start:end])
         totals.flags.writeable = False
         return totals
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from llama_index.core.schema import NodeWithScore
+
 from pipeline.index import ChunkStore, IndexBuilder
-from pipeline.nodes import node_to_chunk
+from pipeline.nodes import Hit, node_to_chunk
+from pipeline.stages.hybrid_retriever import HybridRetriever
+from pipeline.stages.query import SpecQuery
 
 from .fleet import mini_fleet
 
@@ -113,7 +117,17 @@ def test_stubs_rank_like_full_nodes_and_hydrate_to_them(store):
         hydrated = store.hydrate(stubs)
         assert [(h.node.node_id, h.score, h.node.text) for h in hydrated] == [
             (h.node.node_id, h.score, h.node.text) for h in full]
+        assert all(isinstance(h, NodeWithScore) for h in full + hydrated)  # only ranking-internal hits are light
+        assert all(isinstance(h, Hit) for h in stubs)
     assert store.hydrate(full) == full  # nothing to do for full nodes
+
+
+def test_the_retriever_returns_node_with_score_whatever_its_hits_inside(store):
+    retriever = HybridRetriever(store, top_k=3)
+    for hydrate in (True, False):
+        hits = retriever.retrieve(SpecQuery("postal address of a user", hydrate=hydrate))
+        assert hits and all(isinstance(h, NodeWithScore) for h in hits)
+        assert all(bool(h.node.text) == hydrate for h in hits)
 
 
 def test_searches_with_one_embedding_share_the_block_product_and_the_stubs(store):

@@ -28,7 +28,10 @@ best-ranked.
 Last, the other direction: a top hit that needs no id (a list, a lookup) and leaves words of
 the question unanswered ("the cast of a show on the air": ``/tv/on_the_air`` says nothing of a
 cast) is followed by the best-ranked operation of its API that takes the id it yields and has
-one of those words (``/tv/{tv_id}/credits``), unless the ranking holds such a call already.
+one of those words (``/tv/{tv_id}/credits``), unless the ranking holds such a call already. And
+when no ranked hit has some word of the question, the best-ranked call that has it and takes
+only ids the ranked hits yield comes right after the last of them ("the headquarters of the
+company that made X": ``/company/{company_id}`` after ``/tv/{tv_id}``).
 
 Each placed node carries ``metadata[ADDED_STEP]``, e.g. "provides movie_id for
 GET /movie/{movie_id}/credits".
@@ -164,8 +167,10 @@ class _Placement:
             self._bind(consumer, self.cfg.max_chain)
         if self.names:
             self._named_lookups()
-        if self.cfg.follow_depth and self.rank_api is not None and self.added < self.cfg.max_added:
-            self._follow_top()
+        if self.cfg.follow_depth and self.rank_api is not None:
+            for follow in (self._follow_top, self._answer_unanswered):
+                if self.added < self.cfg.max_added:
+                    follow()
         return self.out
 
     def _follow_top(self) -> None:
@@ -195,6 +200,30 @@ class _Placement:
             edge = answers(fetched[cid]) if cid in fetched else None
             if edge is not None:
                 self._place_after(fetched[cid], top_id, f"{FOLLOW_UP}{edge.param} that {step_label(top_id)} finds")
+                return
+
+    def _answer_unanswered(self) -> None:
+        """"The headquarters of the company that made the most popular show": when no hit ranked
+        has some word of the question, the best-ranked call of the top hit's API, among its top
+        ``follow_depth``, that has one of those words and takes only ids the ranked hits yield
+        (``GET /company/{company_id}``, whose response holds ``headquarters``, taking the
+        ``production_companies[].id`` of ``GET /tv/{tv_id}``) comes right after the last of them."""
+        ranked_ids = self._ids()
+        missing = set(query_terms(self.question)).difference(
+            *(_content_terms(n.node.get_content()) for n in self.out))
+        if not missing:
+            return
+        candidates = [c for c in self._ranked(ranked_ids[0].split(":", 1)[0]) if c not in ranked_ids]
+        fetched = self.cfg.fetch(candidates[: self.cfg.follow_depth])
+        for cid in candidates[: self.cfg.follow_depth]:
+            hit = fetched.get(cid)
+            if hit is None or not missing & _content_terms(hit.node.get_content()):
+                continue
+            needs = {p.name for p in _params(hit) if p.id_like}
+            edges = [e for e in _edges(hit) if e.param in needs and e.producer in ranked_ids]
+            if needs and needs == {e.param for e in edges}:
+                last = max(edges, key=lambda e: ranked_ids.index(e.producer))
+                self._place_after(hit, last.producer, f"{FOLLOW_UP}{last.param} that {step_label(last.producer)} finds")
                 return
 
     def _named_lookups(self) -> None:

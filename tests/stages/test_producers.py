@@ -249,3 +249,16 @@ def test_no_follow_up_when_the_top_hit_answers_every_word_or_such_a_call_is_rank
     assert paths_of(off) == ["/movie/top_rated"]
     wordless = run(expander(retriever=ranking), "reviews of the top rated movie", "/movie/top_rated")
     assert paths_of(wordless) == ["/movie/top_rated"]  # the call that uses the id lacks the missing word
+
+
+def test_a_word_no_ranked_hit_has_brings_the_call_that_has_it_after_the_hit_whose_id_it_takes():
+    """The top hit (a genre list) yields nothing the credits call takes, but a hit below it
+    does: the call with the missing word comes right after that one."""
+    ranking = ApiRanking("/genre/list", "/movie/{movie_id}/credits")
+    out = run(expander(retriever=ranking), "credits of the top rated movie", "/genre/list", "/movie/top_rated")
+    assert paths_of(out) == ["/genre/list", "/movie/top_rated", "/movie/{movie_id}/credits"]
+    assert out[2].node.metadata[ADDED_STEP] == "uses the movie_id that GET /movie/top_rated finds"
+    unproduced = run(expander(retriever=ranking), "credits of a movie", "/genre/list")
+    assert paths_of(unproduced) == ["/genre/list"]  # no ranked hit yields the movie id it takes
+    answered = run(expander(retriever=ranking), "top rated movie genres", "/genre/list", "/movie/top_rated")
+    assert paths_of(answered) == ["/genre/list", "/movie/top_rated"]  # every word is in a ranked hit

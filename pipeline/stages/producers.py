@@ -54,7 +54,6 @@ from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
 API_RANKING_DEPTH = 30
-RESOURCE_CACHE = 1024  # APIs whose lookup resources are kept (a few KB each)
 FOLLOW_UP = "uses the "  # the reason of a call placed to use what an earlier one finds
 
 
@@ -113,7 +112,7 @@ class ProducerExpander(BaseNodePostprocessor):
                                               "unanswered is followed by the best-ranked call that uses its id and "
                                               "has those words, among the API's best this many (0: never)")
 
-    _resources: Any = PrivateAttr(None)
+    _resources: dict = PrivateAttr(default_factory=dict)  # api -> its lookup resources
 
     @classmethod
     def class_name(cls) -> str:
@@ -135,15 +134,14 @@ class ProducerExpander(BaseNodePostprocessor):
         return [n.node.node_id for n in self.retriever.retrieve(narrowed)]
 
     def resources(self, api: str) -> tuple:
-        """The API's resource types that have a free-text lookup (kept per API: a question's names
-        are typed in up to four APIs, and the parsed detailed indexes are cached for far fewer)."""
-        if self._resources is None:
-            self._resources = lru_cache(maxsize=RESOURCE_CACHE)(self._lookup_resources)
-        return self._resources(api)
-
-    def _lookup_resources(self, api: str) -> tuple:
-        index = self.load_index(api) if self.load_index else None
-        return tuple(r for r in (index.resources if index is not None else []) if r.lookups)
+        """The API's resource types that have a free-text lookup, kept per API (a question's names
+        are typed in up to four APIs, and only a few parsed detailed indexes stay cached)."""
+        found = self._resources.get(api)
+        if found is None:
+            index = self.load_index(api) if self.load_index else None
+            found = self._resources[api] = tuple(r for r in (index.resources if index is not None else [])
+                                                 if r.lookups)
+        return found
 
     def fetch(self, ids: list[str]) -> dict[str, NodeWithScore]:
         stubs = [NodeWithScore(node=TextNode(id_=i, text=""), score=0.0) for i in ids]
@@ -186,21 +184,13 @@ class _Placement:
         if not missing:
             return
 
-        def answers(hit: NodeWithScore):
-            """The edge by which ``hit`` uses the top hit's id, when it also has a missing word."""
-            edge = next((e for e in _edges(hit) if e.producer == top_id), None)
-            return edge if edge is not None and missing & _content_terms(hit.node.get_content()) else None
+        def uses_top(hit: NodeWithScore):
+            """The edge by which ``hit`` uses the top hit's id."""
+            return next((e for e in _edges(hit) if e.producer == top_id), None)
 
-        if any(answers(n) for n in self.out[1:]):
+        if any(uses_top(n) and missing & _content_terms(n.node.get_content()) for n in self.out[1:]):
             return  # the ranking already holds such a call
-        present = set(self._ids())
-        ranked = [c for c in self._ranked(top_id.split(":", 1)[0]) if c not in present][: self.cfg.follow_depth]
-        fetched = self.cfg.fetch(ranked)
-        for cid in ranked:
-            edge = answers(fetched[cid]) if cid in fetched else None
-            if edge is not None:
-                self._place_after(fetched[cid], top_id, f"{FOLLOW_UP}{edge.param} that {step_label(top_id)} finds")
-                return
+        self._place_first(missing, uses_top)
 
     def _answer_unanswered(self) -> None:
         """"The headquarters of the company that made the most popular show": when no hit ranked
@@ -211,19 +201,30 @@ class _Placement:
         ranked_ids = self._ids()
         missing = set(query_terms(self.question)).difference(
             *(_content_terms(n.node.get_content()) for n in self.out))
-        if not missing:
-            return
-        candidates = [c for c in self._ranked(ranked_ids[0].split(":", 1)[0]) if c not in ranked_ids]
-        fetched = self.cfg.fetch(candidates[: self.cfg.follow_depth])
-        for cid in candidates[: self.cfg.follow_depth]:
-            hit = fetched.get(cid)
-            if hit is None or not missing & _content_terms(hit.node.get_content()):
-                continue
+
+        def last_producer(hit: NodeWithScore):
             needs = {p.name for p in _params(hit) if p.id_like}
             edges = [e for e in _edges(hit) if e.param in needs and e.producer in ranked_ids]
-            if needs and needs == {e.param for e in edges}:
-                last = max(edges, key=lambda e: ranked_ids.index(e.producer))
-                self._place_after(hit, last.producer, f"{FOLLOW_UP}{last.param} that {step_label(last.producer)} finds")
+            if not needs or needs != {e.param for e in edges}:
+                return None
+            return max(edges, key=lambda e: ranked_ids.index(e.producer))
+
+        if missing:
+            self._place_first(missing, last_producer)
+
+    def _place_first(self, missing: set[str], edge_of: Callable[[NodeWithScore], Any]) -> None:
+        """The best-ranked call of the top hit's API, among its best ``follow_depth`` not ranked
+        yet, that has a ``missing`` word and an edge ``edge_of`` picks: placed right after that
+        edge's producer (both follow-ups above)."""
+        present = set(self._ids())
+        ranked = [c for c in self._ranked(self.out[0].node.node_id.split(":", 1)[0])
+                  if c not in present][: self.cfg.follow_depth]
+        fetched = self.cfg.fetch(ranked)
+        for cid in ranked:
+            hit = fetched.get(cid)
+            edge = edge_of(hit) if hit is not None and missing & _content_terms(hit.node.get_content()) else None
+            if edge is not None:
+                self._place_after(hit, edge.producer, f"{FOLLOW_UP}{edge.param} that {step_label(edge.producer)} finds")
                 return
 
     def _named_lookups(self) -> None:

@@ -215,7 +215,7 @@ class LocalIndex:
         out = np.empty((self.vectors.shape[1], end - start), dtype=np.float32)
         for first in range(start, end, CONVERT_ROWS):
             last = min(end, first + CONVERT_ROWS)
-            out[:, first - start:last - start] = self.vectors[first:last].T
+            out[:, first - start:last - start] = self.pack.vector_rows(first, last).T
         return out
 
     def _similarities(self, start: int, end: int, queries: np.ndarray) -> np.ndarray:
@@ -228,7 +228,7 @@ class LocalIndex:
         out = np.empty((len(queries), end - start), dtype=np.float32)
         for first in range(start, end, CONVERT_ROWS):
             last = min(end, first + CONVERT_ROWS)
-            out[:, first - start:last - start] = queries @ np.asarray(self.vectors[first:last], dtype=np.float32).T
+            out[:, first - start:last - start] = queries @ self.pack.vector_rows(first, last).astype(np.float32).T
         return out
 
     def _hits(self, ranked: list[tuple[int, float]], scale, hydrate: bool) -> list[NodeWithScore] | list[Hit]:
@@ -302,7 +302,7 @@ class LocalIndex:
         for i, file_id in enumerate(file_ids):
             api = self.header.apis.get(file_id)
             if api is not None and kind in api.spans and api.spans[kind][1] > api.spans[kind][0]:
-                mean = np.asarray(self.vectors[slice(*api.spans[kind])], dtype=np.float32).mean(axis=0)
+                mean = self.pack.vector_rows(*api.spans[kind]).astype(np.float32).mean(axis=0)
                 out[i] = mean / max(float(np.linalg.norm(mean)), 1e-9)
         return out
 

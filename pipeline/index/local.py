@@ -44,7 +44,7 @@ RECORD_CACHE = 4096
 STUB_CACHE = 16384  # ranking stubs, ~1 KB each (fresh queries after warm-up: p50 -1 ms for +12 MB RSS over 4096)
 PRODUCT_CACHE = 8  # whole-block cosine arrays of recent query embeddings (270 KB for 68k rows)
 BM25_CACHE = 16  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows)
-CONVERT_ROWS = 8192  # float16 rows converted per step outside the quantized blocks (12 MB as float32)
+CONVERT_ROWS = 8192  # float16 rows read and converted per step: building a block, or a span outside one (12 MB as float32)
 PRODUCT_ROWS = 4096  # int8 rows widened to float32 per step of a product (6 MB: stays in cache)
 # blocks kept exact (float32) when searched whole; the others as int8 (a quarter of the memory).
 # Every query's stage 1 searches the endpoint block (19.3k rows for the fleet): float32 keeps its

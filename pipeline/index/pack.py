@@ -80,7 +80,7 @@ class Pack:
 
     Records and vector rows are read with positional reads (``os.pread``), not through a memory
     map: a mapped page a query touched stays in the process's resident set, so a server's RSS
-    would grow towards the size of ``chunks.bin`` and ``vectors.npy`` (75 MB for the fleet) with
+    would grow towards the size of ``chunks.bin`` and ``vectors.npy`` (104 MB for the fleet) with
     the variety of its queries; read pages stay in the kernel's page cache instead. The small
     BM25 arrays stay mapped (every query reads a few postings)."""
 
@@ -93,9 +93,13 @@ class Pack:
         self.ids, self.vocab = ids, vocab
         self.vectors = np.asarray(vectors) if vectors is not None else None
         self._vectors_offset = vectors.offset if vectors is not None else 0
-        names = ["chunks.bin"] + (["vectors.npy"] if vectors is not None else [])
-        self._fds = {name: os.open(folder / name, os.O_RDONLY | getattr(os, "O_BINARY", 0)) for name in names}
-        weakref.finalize(self, _close, list(self._fds.values()))
+        self._fds: dict[str, int] = {}
+        weakref.finalize(self, _close, self._fds)  # when the generation is dropped (or failed to open)
+        for name in ["chunks.bin"] + (["vectors.npy"] if vectors is not None else []):
+            try:
+                self._fds[name] = os.open(folder / name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            except OSError as exc:
+                raise IndexDamagedError(f"{folder / name} is unreadable ({exc.strerror})") from exc
 
     @classmethod
     def open(cls, folder: Path, verify: bool = True) -> "Pack":
@@ -168,8 +172,8 @@ def _pread(path: Path, fd: int, size: int, offset: int) -> bytes:
         return fh.read(size)
 
 
-def _close(fds: list[int]) -> None:
-    for fd in fds:
+def _close(fds: dict[str, int]) -> None:
+    for fd in fds.values():
         try:
             os.close(fd)
         except OSError:

@@ -64,6 +64,12 @@ def test_a_file_cut_short_after_opening_is_damage(folder):
         pack.vector_rows(last, last + 1)
 
 
+def test_a_file_gone_before_opening_is_damage(folder):
+    (folder / "chunks.bin").unlink()
+    with pytest.raises(IndexDamagedError, match="chunks.bin"):
+        Pack.open(folder, verify=False)
+
+
 def test_a_dropped_generation_closes_its_files(folder):
     pack = Pack.open(folder)
     fds = list(pack._fds.values())

@@ -217,10 +217,15 @@ class LocalIndex:
         return [{kind: product[i] for kind, product in products.items()} for i in range(len(queries))]
 
     def _prepared(self, start: int, end: int, exact: bool) -> "ExactRows | QuantizedRows":
-        """Rows [start, end) prepared for products, read a step at a time (no full-size temporary)."""
-        steps = [(first, min(end, first + CONVERT_ROWS)) for first in range(start, end, CONVERT_ROWS)]
-        chunks = ((first - start, last - start, self.pack.vector_rows(first, last)) for first, last in steps)
-        return (ExactRows if exact else QuantizedRows).build(chunks, end - start, self.vectors.shape[1])
+        """Rows [start, end) prepared for products (no full-size temporary)."""
+        return (ExactRows if exact else QuantizedRows).build(self._row_steps(start, end), end - start,
+                                                             self.vectors.shape[1])
+
+    def _row_steps(self, start: int, end: int):
+        """Rows [start, end) as float16, ``CONVERT_ROWS`` at a time: (offset, end offset, rows)."""
+        for first in range(start, end, CONVERT_ROWS):
+            last = min(end, first + CONVERT_ROWS)
+            yield first - start, last - start, self.pack.vector_rows(first, last)
 
     def _similarities(self, start: int, end: int, queries: np.ndarray) -> np.ndarray:
         """Cosines (queries x rows) of rows [start, end): from a prepared block when they lie in
@@ -230,9 +235,8 @@ class LocalIndex:
             if block_start <= start and end <= block_end:
                 return block.times(queries, start - block_start, end - block_start)
         out = np.empty((len(queries), end - start), dtype=np.float32)
-        for first in range(start, end, CONVERT_ROWS):
-            last = min(end, first + CONVERT_ROWS)
-            out[:, first - start:last - start] = queries @ self.pack.vector_rows(first, last).astype(np.float32).T
+        for first, last, rows in self._row_steps(start, end):
+            out[:, first:last] = queries @ rows.astype(np.float32).T
         return out
 
     def _hits(self, ranked: list[tuple[int, float]], scale, hydrate: bool) -> list[NodeWithScore] | list[Hit]:

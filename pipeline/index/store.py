@@ -208,10 +208,11 @@ class ChunkStore:
         def is_stub(hit: NodeWithScore | Hit) -> bool:  # flagged, or any node without text
             return bool(hit.node.metadata.get(STUB)) or not hit.node.get_content()
 
-        stubs = [h.node.node_id for h in hits if is_stub(h)]
+        flagged = [is_stub(h) for h in hits]
+        stubs = [h.node.node_id for h, stub in zip(hits, flagged) if stub]
         full = self.local.get_nodes(stubs) if stubs and self.local is not None else {}
-        return [NodeWithScore(node=full[h.node.node_id], score=h.score) if is_stub(h) else as_node_with_score(h)
-                for h in hits if not is_stub(h) or h.node.node_id in full]
+        return [NodeWithScore(node=full[h.node.node_id], score=h.score) if stub else as_node_with_score(h)
+                for h, stub in zip(hits, flagged) if not stub or h.node.node_id in full]
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         """Chunks by id; ids that are missing (or of an API not served) are absent."""

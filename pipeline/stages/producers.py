@@ -47,6 +47,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from pipeline.analysis import query_terms
+from pipeline.nodes import Hit
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import decode_params, decode_producers
 from pipeline.stages.names import named_spans, names_something
@@ -144,7 +145,7 @@ class ProducerExpander(BaseNodePostprocessor):
         return found
 
     def fetch(self, ids: list[str]) -> dict[str, NodeWithScore]:
-        stubs = [NodeWithScore(node=TextNode(id_=i, text=""), score=0.0) for i in ids]
+        stubs = [Hit(TextNode(id_=i, text=""), 0.0) for i in ids]
         full = self.hydrate(stubs) if self.hydrate is not None else []
         return {n.node.node_id: n for n in full if n.node.get_content()}
 

@@ -73,12 +73,12 @@ class Postings:
         return totals
 
 
-def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """Best ``k`` (row, score), ties by row (stable, as the old full-array ranking did)."""
+def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``k`` rows and their scores, best first, ties by row (stable, as the old full-array
+    ranking did)."""
     if k <= 0 or not len(rows):
-        return []
+        return rows[:0], scores[:0]
     k = min(k, len(rows))
     best = np.argpartition(-scores, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
     best = best[np.lexsort((rows[best], -scores[best]))]
-    return [(int(rows[i]), float(scores[i])) for i in best]
-
+    return rows[best], scores[best]

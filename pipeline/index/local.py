@@ -31,7 +31,7 @@ from pipeline.index.batching import BatchCoalescer
 from pipeline.index.blas import one_blas_thread
 from pipeline.index.lexical import Postings, query_terms, top_k
 from pipeline.index.pack import TYPE_ORDER, Pack
-from pipeline.specs.ids import HTTP_METHODS, parse_operation_id, parse_webhook_id
+from pipeline.specs.ids import HTTP_METHODS, base_chunk_id, parse_operation_id, parse_webhook_id
 from pipeline.specs.models import Chunk
 
 if TYPE_CHECKING:  # nodes are made for queries only: a build never imports LlamaIndex (~1.8 s)
@@ -143,7 +143,7 @@ class LocalIndex:
         rows = np.concatenate([start + np.flatnonzero(totals[start:end] if mask is None else
                                                       (totals[start:end] != 0) & mask[start:end])
                                for start, end in spans])
-        return self._hits(top_k(rows, totals[rows], k), lambda s: s, hydrate)
+        return self._hits(*top_k(rows, totals[rows], k), vector=False, hydrate=hydrate)
 
     def _term_ids_of(self, query: str) -> tuple[int, ...]:
         return tuple(self.postings.term_ids(query_terms(query)))
@@ -164,7 +164,7 @@ class LocalIndex:
             picked = _best_rows(span_sims, k, None if mask is None else mask[start:end])
             rows.append(start + picked)
             sims.append(span_sims[picked])
-        return self._hits(top_k(np.concatenate(rows), np.concatenate(sims), k), vector_score, hydrate)
+        return self._hits(*top_k(np.concatenate(rows), np.concatenate(sims), k), vector=True, hydrate=hydrate)
 
     def _span_similarities(self, spans: list[tuple[int, int]], query: np.ndarray) -> list[np.ndarray]:
         """Cosines of each span's rows; spans covering most of their type block are cut from the
@@ -239,16 +239,34 @@ class LocalIndex:
             out[:, first:last] = queries @ rows.astype(np.float32).T
         return out
 
-    def _hits(self, ranked: list[tuple[int, float]], scale, hydrate: bool) -> list[NodeWithScore] | list[Hit]:
-        """Full nodes as ``NodeWithScore``; stubs (``hydrate=False``, for ranking) as light hits (:class:`~pipeline.nodes.Hit`)."""
+    def _hits(self, rows: np.ndarray, scores: np.ndarray, vector: bool, hydrate: bool) -> list[NodeWithScore] | list[Hit]:
+        """Ranked rows as hits: full nodes as ``NodeWithScore``, or stubs (``hydrate=False``, for
+        ranking) as light hits (:class:`~pipeline.nodes.Hit`). The ``:partN`` rows of a split chunk
+        carry the chunk's own search and embed texts: they come back as the chunk, once, at its
+        best place (the reference expansion brings the other parts)."""
+        ranked: dict[int, float] = {}
+        for row, score in zip(self._chunk_rows[rows].tolist(), scores.tolist()):
+            ranked.setdefault(row, score)
+        if vector:
+            ranked = {row: vector_score(score) for row, score in ranked.items()}
         if not hydrate:
             from pipeline.nodes import Hit
 
             stub = self._stub
-            return [Hit(stub(row), float(scale(score))) for row, score in ranked]
+            return [Hit(stub(row), score) for row, score in ranked.items()]
         from llama_index.core.schema import NodeWithScore
 
-        return [NodeWithScore(node=self.node(row), score=float(scale(score))) for row, score in ranked]
+        return [NodeWithScore(node=self.node(row), score=score) for row, score in ranked.items()]
+
+    @cached_property
+    def _chunk_rows(self) -> np.ndarray:
+        """Each row's chunk row: its own, or for a ``:partN`` row the row of the chunk's first part
+        (which keeps the chunk's id). Built on the first search."""
+        rows = np.arange(self.header.n_rows, dtype=np.int64)
+        for row, chunk_id in enumerate(self.pack.ids):
+            if ":part" in chunk_id:
+                rows[row] = self._position.get(base_chunk_id(chunk_id), row)
+        return rows
 
     # ---- chunks --------------------------------------------------------------------------
 

@@ -18,17 +18,19 @@ import asyncio
 from typing import Protocol
 
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from pipeline.api_models import SearchMode
 from pipeline.fusion import DEFAULT_K, weighted_rrf
 from pipeline.nodes import Hit, as_node_with_score
 from pipeline.settings import Settings
-from pipeline.specs.ids import base_chunk_id
 from pipeline.stages.query import SpecQuery
 
 
 class SearchIndex(Protocol):
+    """Both searches rank chunks: a split chunk's ``:partN`` rows come back as the chunk, once, at
+    its best place (``ChunkStore`` does so; the reference expansion brings the other parts)."""
+
     search_mode: str
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None, top_k: int,
@@ -38,32 +40,19 @@ class SearchIndex(Protocol):
     def hydrate(self, hits: list[Hit]) -> list[NodeWithScore]: ...
 
 
-def collapse_parts(hits: list[Hit]) -> list[Hit]:
-    """A ``:partN`` hit stands for its whole chunk: rank the base chunk once, at its best place
-    (the reference expansion brings the other parts)."""
-    seen: set[str] = set()
-    out = []
-    for hit in hits:
-        node_id = hit.node.node_id
-        base = base_chunk_id(node_id)
-        if base in seen:
-            continue
-        seen.add(base)
-        if base != node_id:
-            hit = Hit(TextNode(id_=base, text="", metadata=dict(hit.node.metadata)), hit.score)
-        out.append(hit)
-    return out
-
-
 def fuse_hits(sides: list[tuple[list[Hit | None], float]], k: int) -> list[Hit]:
     """Hit lists fused by weighted reciprocal rank (:func:`weighted_rrf`), as hits. A ``None``
     entry holds a rank without a hit (a list with some hits taken out keeps its ranks)."""
     first: dict[str, Hit] = {}
-    for hits, _ in sides:
+    rankings = []
+    for hits, weight in sides:
+        ids = []
         for hit in hits:
-            if hit is not None:
-                first.setdefault(hit.node.node_id, hit)
-    rankings = [([hit.node.node_id if hit is not None else None for hit in hits], weight) for hits, weight in sides]
+            node_id = None if hit is None else hit.node.node_id
+            if node_id is not None and node_id not in first:
+                first[node_id] = hit
+            ids.append(node_id)
+        rankings.append((ids, weight))
     return [Hit(first[i].node, score) for i, score in weighted_rrf(rankings, k)]
 
 
@@ -142,14 +131,14 @@ class HybridRetriever(BaseRetriever):
 
     def _hybrid(self, query: SpecQuery, lexical_query: str, file_ids: list[str] | None,
                 depth: int) -> list[Hit]:
-        """One scope's vector and BM25 rankings (parts collapsed), fused by weighted RRF; a single
+        """One scope's vector and BM25 rankings, fused by weighted RRF; a single
         side (``SpecQuery.mode`` keyword or vector) keeps its own order and scores."""
         filters = dict(file_ids=file_ids, types=query.types, top_k=depth, hydrate=False, methods=query.methods)
         sides = []
         if query.mode != SearchMode.KEYWORD and self.index.search_mode == "hybrid":
-            sides.append((collapse_parts(self.index.vector_search(query.question, **filters)), self.weights[0]))
+            sides.append((self.index.vector_search(query.question, **filters), self.weights[0]))
         if query.mode != SearchMode.VECTOR:
-            sides.append((collapse_parts(self.index.lexical_search(lexical_query, **filters)), self.weights[1]))
+            sides.append((self.index.lexical_search(lexical_query, **filters), self.weights[1]))
         if query.mode in (SearchMode.KEYWORD, SearchMode.VECTOR):
             return sides[0][0] if sides else []
         return fuse_hits(sides, self.rrf_k)

@@ -192,6 +192,35 @@ def test_whole_blocks_keep_endpoints_exact_and_others_as_int8(store):
     assert not codes.any() and not scales.any()
 
 
+def test_a_split_chunk_ranks_once_as_the_chunk_whichever_of_its_parts_matched(settings, embed_model):
+    """Parts 2..N of a chunk too big for the token limit carry its search and embed texts, so they
+    match as well as the chunk: every search gives the chunk once, at its best place."""
+    from pipeline.specs.split import split_chunk
+
+    from .fleet import api, endpoint
+
+    report = endpoint("docs", "get", "/reports/{id}", "Download a quarterly sales report", "getReport")
+    report = report.model_copy(update={"text": report.text + "".join(f"\nfield{i}: string" for i in range(300)),
+                                       "n_tokens": 2000})
+    parts = split_chunk(report, 400, lambda text: len(text) // 4 + 1)
+    assert len(parts) >= 3 and parts[0].id == report.id and {p.search_text for p in parts} == {report.search_text}
+    other = endpoint("docs", "get", "/invoices", "List invoices", "listInvoices")
+    store = ChunkStore.open(settings, embed_model=embed_model)
+    IndexBuilder(store, settings).build(mini_fleet() + [api("docs", parts + [other])], progress=False)
+    try:
+        assert set(store.get_chunks([p.id for p in parts])) == {p.id for p in parts}  # the parts are stored
+        for search in (store.vector_search, store.lexical_search):
+            for hydrate in (False, True):
+                hits = search("quarterly sales report", ["docs"], None, 10, hydrate=hydrate)
+                assert [h.node.node_id for h in hits][:1] == [report.id]
+                assert report.id not in [h.node.node_id for h in hits[1:]] and all(":part" not in h.node.node_id for h in hits)
+                assert not hydrate or hits[0].node.text == parts[0].text
+        ranked = HybridRetriever(store, top_k=5).retrieve(SpecQuery("quarterly sales report", hydrate=False))
+        assert [h.node.node_id for h in ranked].count(report.id) == 1
+    finally:
+        store.close()
+
+
 def test_span_candidates_keep_every_row_that_can_reach_the_top_k():
     from pipeline.index.local import _best_rows
 

@@ -1,12 +1,12 @@
 """HybridRetriever over a small in-memory SearchIndex: per-query filters (SpecQuery) passed to both
-sides, parts collapsed onto their chunk, weighted RRF, lexical-only mode, hydration of the top k only."""
+sides, weighted RRF, lexical-only mode, hydration of the top k only."""
 
 from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from pipeline.api_models import SearchMode
-from pipeline.stages.hybrid_retriever import HybridRetriever, collapse_parts
+from pipeline.stages.hybrid_retriever import HybridRetriever
 from pipeline.stages.query import SpecQuery
 
 
@@ -44,14 +44,6 @@ def test_both_sides_get_the_filters_and_their_own_query():
     assert index.calls[1] == ("lexical", "expanded words", ["a"], ["endpoint"], False)
     assert index.calls[2] == ("hydrate", ["a:2", "a:1"])  # a:2 is in both lists, so first
     assert [h.node.get_content() for h in hits] == ["full a:2", "full a:1"]
-
-
-def test_parts_count_once_at_their_best_rank():
-    index = ListIndex(["a:x:part3", "a:x", "a:y", "a:x:part2"], ["a:y"])
-    retriever = HybridRetriever(index, top_k=3, vector_weight=1.0, bm25_weight=0.0)
-    ids = [h.node.node_id for h in retriever.retrieve(SpecQuery("q", hydrate=False))]
-    assert ids == ["a:x", "a:y"]
-    assert [h.node.node_id for h in collapse_parts(index._hits(["a:x:part2", "b:z", "a:x"]))] == ["a:x", "b:z"]
 
 
 def test_lexical_mode_never_asks_for_vectors_and_empty_selection_returns_nothing():

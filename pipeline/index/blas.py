@@ -10,6 +10,8 @@ user's engine gets it per search, and the user's own numpy work keeps its thread
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
 from threadpoolctl import ThreadpoolController
@@ -20,6 +22,17 @@ def _blas():
     return ThreadpoolController().select(user_api="blas")
 
 
-def one_blas_thread():
-    """Context manager: BLAS libraries limited to one thread inside (~10 us to enter and leave)."""
-    return _blas().limit(limits=1)
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS libraries limited to one thread inside, the caller's setting restored after; nothing
+    to do where it is one already (``specrag serve``). Each library's own setter, not
+    ``ThreadpoolController.limit``, which reads every library's full info first (~8 against ~2 us
+    per search)."""
+    changed = [(lib, lib.get_num_threads()) for lib in _blas().lib_controllers if lib.get_num_threads() != 1]
+    for lib, _ in changed:
+        lib.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for lib, threads in changed:
+            lib.set_num_threads(threads)

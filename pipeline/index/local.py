@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 import threading
 import weakref
+from collections import OrderedDict
+from collections.abc import Callable
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -44,6 +46,7 @@ RECORD_CACHE = 4096
 STUB_CACHE = 16384  # ranking stubs, ~1 KB each (fresh queries after warm-up: p50 -1 ms for +12 MB RSS over 4096)
 PRODUCT_CACHE = 8  # whole-block cosine arrays of recent query embeddings (270 KB for 68k rows)
 BM25_CACHE = 16  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows)
+RANKING_CACHE = 64  # ranked rows of recent searches (a few KB each)
 CONVERT_ROWS = 8192  # float16 rows read and converted per step: building a block, or a span outside one (12 MB as float32)
 PRODUCT_ROWS = 4096  # int8 rows widened to float32 per step of a product (6 MB: stays in cache)
 # blocks kept exact (float32) when searched whole; the others as int8 (a quarter of the memory).
@@ -86,6 +89,7 @@ class LocalIndex:
         # the producers' ranking): they share one scoring of the whole index
         self._bm25_totals = lru_cache(maxsize=BM25_CACHE)(self.postings.totals)
         self._query_term_ids = lru_cache(maxsize=BM25_CACHE)(self._term_ids_of)
+        self._rankings = RecentRankings(RANKING_CACHE)
 
     @classmethod
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
@@ -138,12 +142,17 @@ class LocalIndex:
         term_ids = self._query_term_ids(query)
         if not spans or not term_ids or k <= 0:
             return []
-        totals = self._bm25_totals(term_ids)
-        mask = self._method_mask(methods) if methods is not None else None
-        rows = np.concatenate([start + np.flatnonzero(totals[start:end] if mask is None else
-                                                      (totals[start:end] != 0) & mask[start:end])
-                               for start, end in spans])
-        return self._hits(*top_k(rows, totals[rows], k), vector=False, hydrate=hydrate)
+
+        def rank() -> tuple[np.ndarray, np.ndarray]:
+            totals = self._bm25_totals(term_ids)
+            mask = self._method_mask(methods) if methods is not None else None
+            rows = np.concatenate([start + np.flatnonzero(totals[start:end] if mask is None else
+                                                          (totals[start:end] != 0) & mask[start:end])
+                                   for start, end in spans])
+            return top_k(rows, totals[rows], k)
+
+        ranked = self._rankings.get(("bm25", term_ids, tuple(spans), _key(methods)), k, rank)
+        return self._hits(*ranked, vector=False, hydrate=hydrate)
 
     def _term_ids_of(self, query: str) -> tuple[int, ...]:
         return tuple(self.postings.term_ids(query_terms(query)))
@@ -156,15 +165,20 @@ class LocalIndex:
             return []
         query = np.asarray(embedding, dtype=np.float32)
         query /= max(float(np.linalg.norm(query)), 1e-12)
-        mask = self._method_mask(methods) if methods is not None else None
-        rows, sims = [], []
-        with one_blas_thread():
-            similarities = self._span_similarities(spans, query)
-        for (start, end), span_sims in zip(spans, similarities):
-            picked = _best_rows(span_sims, k, None if mask is None else mask[start:end])
-            rows.append(start + picked)
-            sims.append(span_sims[picked])
-        return self._hits(*top_k(np.concatenate(rows), np.concatenate(sims), k), vector=True, hydrate=hydrate)
+
+        def rank() -> tuple[np.ndarray, np.ndarray]:
+            mask = self._method_mask(methods) if methods is not None else None
+            rows, sims = [], []
+            with one_blas_thread():
+                similarities = self._span_similarities(spans, query)
+            for (start, end), span_sims in zip(spans, similarities):
+                picked = _best_rows(span_sims, k, None if mask is None else mask[start:end])
+                rows.append(start + picked)
+                sims.append(span_sims[picked])
+            return top_k(np.concatenate(rows), np.concatenate(sims), k)
+
+        ranked = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _key(methods)), k, rank)
+        return self._hits(*ranked, vector=True, hydrate=hydrate)
 
     def _span_similarities(self, spans: list[tuple[int, int]], query: np.ndarray) -> list[np.ndarray]:
         """Cosines of each span's rows; spans covering most of their type block are cut from the
@@ -337,6 +351,39 @@ class LocalIndex:
         if self.vectors is None or file_id not in self.header.apis:
             return None
         return np.asarray(self.vectors[self.api_rows(file_id)], dtype=np.float32)
+
+
+def _key(methods: list[str] | None) -> tuple[str, ...] | None:
+    return None if methods is None else tuple(methods)
+
+
+class RecentRankings:
+    """The ranked rows and scores of recent searches, by what decides them (the query's terms or
+    its unit embedding, the row spans, the methods). Stage 3's fleet-wide search repeats stage 1's
+    evidence search with the same words to a smaller depth, and a ranking to depth k is the first k
+    of one to a greater depth (a total order: score, then row): it is served from that one."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict[tuple, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def get(self, key: tuple, k: int, rank: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None and found[0] >= k:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return found[1][:k], found[2][:k]
+        rows, scores = rank()
+        rows.flags.writeable = scores.flags.writeable = False  # every later caller gets a view of them
+        with self._lock:
+            self._items[key] = (k, rows, scores)
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return rows, scores
 
 
 def _best_rows(sims: np.ndarray, k: int, keep: np.ndarray | None) -> np.ndarray:

@@ -48,7 +48,7 @@ def fuse_hits(sides: list[tuple[list[Hit | None], float]], k: int) -> list[Hit]:
     for hits, weight in sides:
         ids = []
         for hit in hits:
-            node_id = None if hit is None else hit.node.node_id
+            node_id = None if hit is None else hit.node.id_  # the field behind node_id: read ~1,500 times a query
             if node_id is not None and node_id not in first:
                 first[node_id] = hit
             ids.append(node_id)

@@ -135,21 +135,40 @@ def test_the_retriever_returns_node_with_score_whatever_its_hits_inside(store):
 
 
 def test_searches_with_one_embedding_share_the_block_product_and_the_stubs(store):
-    """Stage 1's evidence and stage 3's fleet search score the same blocks with the same query
-    vector: the second search reuses the product, ranks exactly as a fresh one, and gets the
-    same (read-only) stub nodes; hydrating gives full nodes of the caller's own."""
-    local = store.local
-    first = store.vector_search("postal address of a user", None, ["endpoint"], 3, hydrate=False)
+    """Searches of one query over the same blocks (here: all endpoints, then the GET ones) score
+    them once: the second reuses the product, ranks exactly as a fresh one, and gets the same
+    (read-only) stub nodes; hydrating gives full nodes of the caller's own."""
+    local, query = store.local, "postal address of a user"
+    first = store.vector_search(query, None, ["endpoint"], 10, hydrate=False)
     products = local._recent_products.cache_info()
-    again = store.vector_search("postal address of a user", None, ["endpoint"], 2, hydrate=False)
+    again = store.vector_search(query, None, ["endpoint"], 3, hydrate=False, methods=["GET"])
     assert local._recent_products.cache_info().hits == products.hits + 1
-    assert [(h.node.node_id, h.score) for h in again] == [(h.node.node_id, h.score) for h in first[:2]]
-    assert all(a.node is f.node for a, f in zip(again, first))
+    assert [h.node.node_id for h in again] == [h.node.node_id for h in first if "/get" in h.node.node_id][:3]
+    assert all(a.node is f.node for a, f in zip(again, first) if a.node.node_id == f.node.node_id)
     local._recent_products.cache_clear()
-    fresh = store.vector_search("postal address of a user", None, ["endpoint"], 3, hydrate=False)
+    local._rankings = type(local._rankings)(local._rankings.size)
+    fresh = store.vector_search(query, None, ["endpoint"], 10, hydrate=False)
     assert [(h.node.node_id, h.score) for h in fresh] == [(h.node.node_id, h.score) for h in first]
     full = store.hydrate(first)
     assert all(h.node is not f.node and h.node.text for h, f in zip(full, first))
+
+
+def test_a_shallower_search_of_the_same_scope_is_the_first_rows_of_a_deeper_one(store):
+    """Stage 3's fleet-wide search repeats stage 1's evidence search (same words, smaller depth):
+    it is served from that ranking, and ranks exactly as a fresh search."""
+    local, query = store.local, "postal address of a user"
+    for search in (store.vector_search, store.lexical_search):
+        deep = search(query, None, None, 6, hydrate=False)
+        hits = local._rankings.hits
+        shallow = search(query, None, None, 3, hydrate=False)
+        assert local._rankings.hits == hits + 1
+        local._rankings = type(local._rankings)(local._rankings.size)
+        fresh = search(query, None, None, 3, hydrate=False)
+        assert [(h.node.node_id, h.score) for h in shallow] == [(h.node.node_id, h.score) for h in fresh] == [
+            (h.node.node_id, h.score) for h in deep[:3]]
+        assert search(query, None, None, 9, hydrate=False)[:3] == fresh  # deeper: ranked again
+        search(query, ["users"], None, 3, hydrate=False)  # another scope: its own ranking
+        assert local._rankings.hits == 0
 
 
 def test_concurrent_searches_share_batches_and_match_serial_ones(store):
@@ -159,6 +178,7 @@ def test_concurrent_searches_share_batches_and_match_serial_ones(store):
     serial = {q: [(h.node.node_id, h.score) for h in store.vector_search(q, None, None, 5)] for q in queries}
     store._embedding_cache.clear()
     store.local._recent_products.cache_clear()  # each search computes its product again, batched
+    store.local._rankings = type(store.local._rankings)(store.local._rankings.size)
     with ThreadPoolExecutor(8) as pool:
         parallel = list(pool.map(lambda q: [(h.node.node_id, h.score)
                                             for h in store.vector_search(q, None, None, 5)], queries))

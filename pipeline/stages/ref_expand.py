@@ -41,7 +41,6 @@ Every cut is named in ``refs_cut`` (a ``CutRef``), so nothing is dropped silentl
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -134,7 +133,7 @@ class ReferenceExpander(BaseNodePostprocessor):
               deadline: float) -> list[tuple[_Candidate, Chunk]]:
         """Breadth-first fetch, one batched lookup per level; each candidate inherits its parent's root."""
         fetched: list[tuple[_Candidate, Chunk]] = []
-        level = _candidates(result.primary, visited, 1)
+        level = _candidates([(c.id, decode_ref_ids(c.metadata.get("ref_ids"))) for c in result.primary], visited, 1)
         cap = self.max_total_chunks * LEVEL_FETCH_FACTOR
         while level:
             if level[0].depth > self.max_depth:
@@ -158,7 +157,7 @@ class ReferenceExpander(BaseNodePostprocessor):
                     continue
                 roots[cand.id] = roots[cand.referenced_from]
                 fetched.append((cand, chunk))
-                parents.append(_as_parent(cand.id, chunk, self.compact_references))
+                parents.append((cand.id, _followed_refs(chunk, self.compact_references)))
             level = _candidates(parents, visited, level[0].depth + 1)
         return fetched
 
@@ -292,14 +291,14 @@ def _primary_chunk(nws: NodeWithScore) -> ContextChunk:
     return context_chunk(nws, n_tokens if n_tokens > 0 else count_tokens(nws.node.get_content()))
 
 
-def _candidates(parents: list[ContextChunk], visited: set[str], depth: int) -> list[_Candidate]:
-    """Unvisited refs of ``parents``, in parent order then ref order; marks them visited."""
+def _candidates(parents: list[tuple[str, list[str]]], visited: set[str], depth: int) -> list[_Candidate]:
+    """Unvisited refs of ``parents`` (id, its refs), in parent order then ref order; marks them visited."""
     out = []
-    for parent in parents:
-        for ref_id in decode_ref_ids(parent.metadata.get("ref_ids")):
+    for parent_id, ref_ids in parents:
+        for ref_id in ref_ids:
             if ref_id not in visited:
                 visited.add(ref_id)
-                out.append(_Candidate(ref_id, parent.id, depth))
+                out.append(_Candidate(ref_id, parent_id, depth))
     return out
 
 
@@ -307,11 +306,10 @@ def _is_part(chunk_id: str) -> bool:
     return base_chunk_id(chunk_id) != chunk_id
 
 
-def _as_parent(chunk_id: str, chunk: Chunk, compact: bool) -> ContextChunk:
-    """A fetched chunk as the next level's referrer; a compact one's own parts are not followed
+def _followed_refs(chunk: Chunk, compact: bool) -> list[str]:
+    """A fetched chunk's refs, followed at the next level; a compact one's own parts are not
     (its compact text already names every property of the whole component)."""
-    refs = {r: locs for r, locs in chunk.ref_ids.items() if not (compact and chunk.compact_text and _is_part(r))}
-    return ContextChunk(id=chunk_id, text="", metadata={"ref_ids": json.dumps(refs)})
+    return [r for r in chunk.ref_ids if not (compact and chunk.compact_text and _is_part(r))]
 
 
 def _fetch(lookup: ChunkLookup, ids: list[str], deadline: float) -> dict[str, Chunk] | None:

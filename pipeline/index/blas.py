@@ -28,7 +28,7 @@ def one_blas_thread() -> Iterator[None]:
     to do where it is one already (``specrag serve``). Each library's own setter, not
     ``ThreadpoolController.limit``, which reads every library's full info first (~8 against ~2 us
     per search)."""
-    changed = [(lib, lib.get_num_threads()) for lib in _blas().lib_controllers if lib.get_num_threads() != 1]
+    changed = [(lib, n) for lib in _blas().lib_controllers if isinstance(n := lib.get_num_threads(), int) and n > 1]
     for lib, _ in changed:
         lib.set_num_threads(1)
     try:

@@ -151,7 +151,7 @@ class LocalIndex:
                                    for start, end in spans])
             return top_k(rows, totals[rows], k)
 
-        ranked = self._rankings.get(("bm25", term_ids, tuple(spans), _key(methods)), k, rank)
+        ranked = self._rankings.get(("bm25", term_ids, tuple(spans), _methods_key(methods)), k, rank)
         return self._hits(*ranked, vector=False, hydrate=hydrate)
 
     def _term_ids_of(self, query: str) -> tuple[int, ...]:
@@ -177,7 +177,7 @@ class LocalIndex:
                 sims.append(span_sims[picked])
             return top_k(np.concatenate(rows), np.concatenate(sims), k)
 
-        ranked = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _key(methods)), k, rank)
+        ranked = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _methods_key(methods)), k, rank)
         return self._hits(*ranked, vector=True, hydrate=hydrate)
 
     def _span_similarities(self, spans: list[tuple[int, int]], query: np.ndarray) -> list[np.ndarray]:
@@ -356,7 +356,7 @@ class LocalIndex:
         return np.asarray(self.vectors[self.api_rows(file_id)], dtype=np.float32)
 
 
-def _key(methods: list[str] | None) -> tuple[str, ...] | None:
+def _methods_key(methods: list[str] | None) -> tuple[str, ...] | None:
     return None if methods is None else tuple(methods)
 
 

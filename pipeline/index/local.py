@@ -47,6 +47,9 @@ STUB_CACHE = 16384  # ranking stubs, ~1 KB each (fresh queries after warm-up: p5
 PRODUCT_CACHE = 8  # whole-block cosine arrays of recent query embeddings (270 KB for 68k rows)
 BM25_CACHE = 16  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows)
 RANKING_CACHE = 64  # ranked rows of recent searches (a few KB each)
+# every search ranks at least this deep and keeps it: producer expansion ranks each API 90 deep
+# (3 x its 30) after stage 3 ranked the same API 30 deep, and is served from that ranking
+RANKING_DEPTH = 90
 CONVERT_ROWS = 8192  # float16 rows read and converted per step: building a block, or a span outside one (12 MB as float32)
 PRODUCT_ROWS = 4096  # int8 rows widened to float32 per step of a product (6 MB: stays in cache)
 # blocks kept exact (float32) when searched whole; the others as int8 (a quarter of the memory).
@@ -149,10 +152,11 @@ class LocalIndex:
             rows = np.concatenate([start + np.flatnonzero(totals[start:end] if mask is None else
                                                           (totals[start:end] != 0) & mask[start:end])
                                    for start, end in spans])
-            return top_k(rows, totals[rows], k)
+            return top_k(rows, totals[rows], depth)
 
-        ranked = self._rankings.get(("bm25", term_ids, tuple(spans), _methods_key(methods)), k, rank)
-        return self._hits(*ranked, vector=False, hydrate=hydrate)
+        depth = max(k, RANKING_DEPTH)
+        rows, scores = self._rankings.get(("bm25", term_ids, tuple(spans), _methods_key(methods)), depth, rank)
+        return self._hits(rows[:k], scores[:k], vector=False, hydrate=hydrate)
 
     def _term_ids_of(self, query: str) -> tuple[int, ...]:
         return tuple(self.postings.term_ids(query_terms(query)))
@@ -172,13 +176,14 @@ class LocalIndex:
             with one_blas_thread():
                 similarities = self._span_similarities(spans, query)
             for (start, end), span_sims in zip(spans, similarities):
-                picked = _best_rows(span_sims, k, None if mask is None else mask[start:end])
+                picked = _best_rows(span_sims, depth, None if mask is None else mask[start:end])
                 rows.append(start + picked)
                 sims.append(span_sims[picked])
-            return top_k(np.concatenate(rows), np.concatenate(sims), k)
+            return top_k(np.concatenate(rows), np.concatenate(sims), depth)
 
-        ranked = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _methods_key(methods)), k, rank)
-        return self._hits(*ranked, vector=True, hydrate=hydrate)
+        depth = max(k, RANKING_DEPTH)
+        rows, scores = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _methods_key(methods)), depth, rank)
+        return self._hits(rows[:k], scores[:k], vector=True, hydrate=hydrate)
 
     def _span_similarities(self, spans: list[tuple[int, int]], query: np.ndarray) -> list[np.ndarray]:
         """Cosines of each span's rows; spans covering most of their type block are cut from the
@@ -362,9 +367,10 @@ def _methods_key(methods: list[str] | None) -> tuple[str, ...] | None:
 
 class RecentRankings:
     """The ranked rows and scores of recent searches, by what decides them (the query's terms or
-    its unit embedding, the row spans, the methods). Stage 3's fleet-wide search repeats stage 1's
-    evidence search with the same words to a smaller depth, and a ranking to depth k is the first k
-    of one to a greater depth (a total order: score, then row): it is served from that one."""
+    its unit embedding, the row spans, the methods), each to the depth it was ranked. A ranking to
+    depth k is the first k rows of one to a greater depth (a total order: score, then row), so a
+    repeat at most as deep is served from it: stage 3's fleet-wide search repeats stage 1's
+    evidence search, and producer expansion the per-API searches of stage 3 (``RANKING_DEPTH``)."""
 
     def __init__(self, size: int):
         self.size = size

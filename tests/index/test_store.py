@@ -153,20 +153,22 @@ def test_searches_with_one_embedding_share_the_block_product_and_the_stubs(store
     assert all(h.node is not f.node and h.node.text for h, f in zip(full, first))
 
 
-def test_a_shallower_search_of_the_same_scope_is_the_first_rows_of_a_deeper_one(store):
-    """Stage 3's fleet-wide search repeats stage 1's evidence search (same words, smaller depth):
-    it is served from that ranking, and ranks exactly as a fresh search."""
+def test_a_search_of_a_recent_scope_is_the_first_rows_of_its_ranking(store):
+    """Stage 3's fleet-wide search repeats stage 1's evidence search, and producer expansion ranks
+    an API 90 deep after stage 3 ranked it 30 deep: every search ranks at least RANKING_DEPTH deep
+    and keeps it, later ones of the same scope are served from it and rank exactly as fresh ones."""
+    from pipeline.index.local import RANKING_DEPTH
+
     local, query = store.local, "postal address of a user"
     for search in (store.vector_search, store.lexical_search):
-        deep = search(query, None, None, 6, hydrate=False)
+        first = search(query, None, None, 3, hydrate=False)
         hits = local._rankings.hits
-        shallow = search(query, None, None, 3, hydrate=False)
-        assert local._rankings.hits == hits + 1
+        deeper = search(query, None, None, 6, hydrate=False)
+        assert local._rankings.hits == hits + 1 and deeper[:3] == first
         local._rankings = type(local._rankings)(local._rankings.size)
-        fresh = search(query, None, None, 3, hydrate=False)
-        assert [(h.node.node_id, h.score) for h in shallow] == [(h.node.node_id, h.score) for h in fresh] == [
-            (h.node.node_id, h.score) for h in deep[:3]]
-        assert search(query, None, None, 9, hydrate=False)[:3] == fresh  # deeper: ranked again
+        fresh = search(query, None, None, 6, hydrate=False)
+        assert [(h.node.node_id, h.score) for h in fresh] == [(h.node.node_id, h.score) for h in deeper]
+        search(query, None, None, RANKING_DEPTH + 1, hydrate=False)  # deeper than kept: ranked again
         search(query, ["users"], None, 3, hydrate=False)  # another scope: its own ranking
         assert local._rankings.hits == 0
 

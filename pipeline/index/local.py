@@ -92,7 +92,7 @@ class LocalIndex:
         # the producers' ranking): they share one scoring of the whole index
         self._bm25_totals = lru_cache(maxsize=BM25_CACHE)(self.postings.totals)
         self._query_term_ids = lru_cache(maxsize=BM25_CACHE)(self._term_ids_of)
-        self._rankings = RecentRankings(RANKING_CACHE)
+        self._rankings = RecentRankings(RANKING_CACHE, RANKING_DEPTH)
 
     @classmethod
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
@@ -146,7 +146,7 @@ class LocalIndex:
         if not spans or not term_ids or k <= 0:
             return []
 
-        def rank() -> tuple[np.ndarray, np.ndarray]:
+        def rank(depth: int) -> tuple[np.ndarray, np.ndarray]:
             totals = self._bm25_totals(term_ids)
             mask = self._method_mask(methods) if methods is not None else None
             rows = np.concatenate([start + np.flatnonzero(totals[start:end] if mask is None else
@@ -154,9 +154,8 @@ class LocalIndex:
                                    for start, end in spans])
             return top_k(rows, totals[rows], depth)
 
-        depth = max(k, RANKING_DEPTH)
-        rows, scores = self._rankings.get(("bm25", term_ids, tuple(spans), _methods_key(methods)), depth, rank)
-        return self._hits(rows[:k], scores[:k], vector=False, hydrate=hydrate)
+        ranked = self._rankings.get(("bm25", term_ids, tuple(spans), _methods_key(methods)), k, rank)
+        return self._hits(*ranked, vector=False, hydrate=hydrate)
 
     def _term_ids_of(self, query: str) -> tuple[int, ...]:
         return tuple(self.postings.term_ids(query_terms(query)))
@@ -170,7 +169,7 @@ class LocalIndex:
         query = np.asarray(embedding, dtype=np.float32)
         query /= max(float(np.linalg.norm(query)), 1e-12)
 
-        def rank() -> tuple[np.ndarray, np.ndarray]:
+        def rank(depth: int) -> tuple[np.ndarray, np.ndarray]:
             mask = self._method_mask(methods) if methods is not None else None
             rows, sims = [], []
             with one_blas_thread():
@@ -181,9 +180,8 @@ class LocalIndex:
                 sims.append(span_sims[picked])
             return top_k(np.concatenate(rows), np.concatenate(sims), depth)
 
-        depth = max(k, RANKING_DEPTH)
-        rows, scores = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _methods_key(methods)), depth, rank)
-        return self._hits(rows[:k], scores[:k], vector=True, hydrate=hydrate)
+        ranked = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _methods_key(methods)), k, rank)
+        return self._hits(*ranked, vector=True, hydrate=hydrate)
 
     def _span_similarities(self, spans: list[tuple[int, int]], query: np.ndarray) -> list[np.ndarray]:
         """Cosines of each span's rows; spans covering most of their type block are cut from the
@@ -263,11 +261,11 @@ class LocalIndex:
         ranking) as light hits (:class:`~pipeline.nodes.Hit`). The ``:partN`` rows of a split chunk
         carry the chunk's own search and embed texts: they come back as the chunk, once, at its
         best place (the reference expansion brings the other parts)."""
+        scale = vector_score if vector else float
         ranked: dict[int, float] = {}
         for row, score in zip(self._chunk_rows[rows].tolist(), scores.tolist()):
-            ranked.setdefault(row, score)
-        if vector:
-            ranked = {row: vector_score(score) for row, score in ranked.items()}
+            if row not in ranked:
+                ranked[row] = scale(score)
         if not hydrate:
             from pipeline.nodes import Hit
 
@@ -370,29 +368,38 @@ class RecentRankings:
     its unit embedding, the row spans, the methods), each to the depth it was ranked. A ranking to
     depth k is the first k rows of one to a greater depth (a total order: score, then row), so a
     repeat at most as deep is served from it: stage 3's fleet-wide search repeats stage 1's
-    evidence search, and producer expansion the per-API searches of stage 3 (``RANKING_DEPTH``)."""
+    evidence search, and producer expansion the per-API searches of stage 3 (hence ``depth``: every
+    search is ranked at least that deep)."""
 
-    def __init__(self, size: int):
-        self.size = size
+    def __init__(self, size: int, depth: int = 0):
+        self.size, self.depth = size, depth
         self._items: OrderedDict[tuple, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
 
-    def get(self, key: tuple, k: int, rank: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    def get(self, key: tuple, k: int, rank: Callable[[int], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``k`` rows and scores of ``key``'s ranking; ``rank(depth)`` ranks it when no
+        kept one is deep enough."""
         with self._lock:
             found = self._items.get(key)
             if found is not None and found[0] >= k:
                 self._items.move_to_end(key)
                 self.hits += 1
                 return found[1][:k], found[2][:k]
-        rows, scores = rank()
+        depth = max(k, self.depth)
+        rows, scores = rank(depth)
         rows.flags.writeable = scores.flags.writeable = False  # every later caller gets a view of them
         with self._lock:
-            self._items[key] = (k, rows, scores)
+            self._items[key] = (depth, rows, scores)
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
-        return rows, scores
+        return rows[:k], scores[:k]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.hits = 0
 
 
 def _best_rows(sims: np.ndarray, k: int, keep: np.ndarray | None) -> np.ndarray:
@@ -427,10 +434,10 @@ class ExactRows(NamedTuple):
     transposed: np.ndarray
 
     @classmethod
-    def build(cls, chunks, n: int, dim: int) -> "ExactRows":
+    def build(cls, steps, n: int, dim: int) -> "ExactRows":
         """From ``(offset, end, float rows)`` steps covering rows [0, n)."""
         transposed = np.empty((dim, n), dtype=np.float32)
-        for first, last, rows in chunks:
+        for first, last, rows in steps:
             transposed[:, first:last] = rows.T
         return cls(transposed)
 
@@ -452,10 +459,10 @@ class QuantizedRows(NamedTuple):
     scales: np.ndarray  # float32, one per row
 
     @classmethod
-    def build(cls, chunks, n: int, dim: int) -> "QuantizedRows":
+    def build(cls, steps, n: int, dim: int) -> "QuantizedRows":
         """From ``(offset, end, float rows)`` steps covering rows [0, n)."""
         codes, scales = np.empty((n, dim), dtype=np.int8), np.empty(n, dtype=np.float32)
-        for first, last, rows in chunks:
+        for first, last, rows in steps:
             codes[first:last], scales[first:last] = quantize(rows)
         return cls(codes, scales)
 

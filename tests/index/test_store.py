@@ -146,7 +146,7 @@ def test_searches_with_one_embedding_share_the_block_product_and_the_stubs(store
     assert [h.node.node_id for h in again] == [h.node.node_id for h in first if "/get" in h.node.node_id][:3]
     assert all(a.node is f.node for a, f in zip(again, first) if a.node.node_id == f.node.node_id)
     local._recent_products.cache_clear()
-    local._rankings = type(local._rankings)(local._rankings.size)
+    local._rankings.clear()
     fresh = store.vector_search(query, None, ["endpoint"], 10, hydrate=False)
     assert [(h.node.node_id, h.score) for h in fresh] == [(h.node.node_id, h.score) for h in first]
     full = store.hydrate(first)
@@ -165,7 +165,7 @@ def test_a_search_of_a_recent_scope_is_the_first_rows_of_its_ranking(store):
         hits = local._rankings.hits
         deeper = search(query, None, None, 6, hydrate=False)
         assert local._rankings.hits == hits + 1 and deeper[:3] == first
-        local._rankings = type(local._rankings)(local._rankings.size)
+        local._rankings.clear()
         fresh = search(query, None, None, 6, hydrate=False)
         assert [(h.node.node_id, h.score) for h in fresh] == [(h.node.node_id, h.score) for h in deeper]
         search(query, None, None, RANKING_DEPTH + 1, hydrate=False)  # deeper than kept: ranked again
@@ -180,7 +180,7 @@ def test_concurrent_searches_share_batches_and_match_serial_ones(store):
     serial = {q: [(h.node.node_id, h.score) for h in store.vector_search(q, None, None, 5)] for q in queries}
     store._embedding_cache.clear()
     store.local._recent_products.cache_clear()  # each search computes its product again, batched
-    store.local._rankings = type(store.local._rankings)(store.local._rankings.size)
+    store.local._rankings.clear()
     with ThreadPoolExecutor(8) as pool:
         parallel = list(pool.map(lambda q: [(h.node.node_id, h.score)
                                             for h in store.vector_search(q, None, None, 5)], queries))

@@ -39,7 +39,7 @@ from pipeline.specs.models import Chunk
 if TYPE_CHECKING:  # nodes are made for queries only: a build never imports LlamaIndex (~1.8 s)
     from llama_index.core.schema import NodeWithScore, TextNode
 
-    from pipeline.nodes import Hit
+    from pipeline.nodes import RankedRows
 
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 RECORD_CACHE = 4096
@@ -139,7 +139,7 @@ class LocalIndex:
         return np.isin(self.methods, wanted)
 
     def search(self, query: str, file_ids: set[str], types: list[str] | None, k: int,
-               hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
+               hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
         """BM25 over ``search_text`` (``methods``: operations of those HTTP methods only); no zero-score hits."""
         spans = sorted(self.spans(file_ids, types))  # rows ascending: ties at the cut fall as before
         term_ids = self._query_term_ids(query)
@@ -161,7 +161,7 @@ class LocalIndex:
         return tuple(self.postings.term_ids(query_terms(query)))
 
     def vector_search(self, embedding: list[float], file_ids: set[str], types: list[str] | None, k: int,
-                      hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
+                      hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
         """Exact cosine search; scores as ChromaVectorStore gives them (:func:`vector_score`)."""
         spans = self.spans(file_ids, types)
         if not spans or self.vectors is None or k <= 0:
@@ -256,24 +256,52 @@ class LocalIndex:
             out[:, first:last] = queries @ rows.astype(np.float32).T
         return out
 
-    def _hits(self, rows: np.ndarray, scores: np.ndarray, vector: bool, hydrate: bool) -> list[NodeWithScore] | list[Hit]:
-        """Ranked rows as hits: full nodes as ``NodeWithScore``, or stubs (``hydrate=False``, for
-        ranking) as light hits (:class:`~pipeline.nodes.Hit`). The ``:partN`` rows of a split chunk
-        carry the chunk's own search and embed texts: they come back as the chunk, once, at its
-        best place (the reference expansion brings the other parts)."""
-        scale = vector_score if vector else float
-        ranked: dict[int, float] = {}
-        for row, score in zip(self._chunk_rows[rows].tolist(), scores.tolist()):
-            if row not in ranked:
-                ranked[row] = scale(score)
-        if not hydrate:
-            from pipeline.nodes import Hit
+    def _hits(self, rows: np.ndarray, scores: np.ndarray, vector: bool, hydrate: bool) -> list[NodeWithScore] | RankedRows:
+        """Ranked rows as hits: full nodes as ``NodeWithScore``, or (``hydrate=False``, for ranking
+        and fusion) the rows themselves, read as stub hits (:class:`~pipeline.nodes.RankedRows`).
+        The ``:partN`` rows of a split chunk carry the chunk's own search and embed texts: they come
+        back as the chunk, once, at its best place (the reference expansion brings the other parts)."""
+        from pipeline.nodes import RankedRows
 
-            stub = self._stub
-            return [Hit(stub(row), score) for row, score in ranked.items()]
+        chunk_rows = self._chunk_rows[rows]
+        if self._has_parts and (chunk_rows != rows).any():
+            _, first = np.unique(chunk_rows, return_index=True)
+            first.sort()
+            chunk_rows, scores = chunk_rows[first], scores[first]
+        ranked = RankedRows(self, chunk_rows, scores, vector_score if vector else float)
+        if not hydrate:
+            return ranked
         from llama_index.core.schema import NodeWithScore
 
-        return [NodeWithScore(node=self.node(row), score=score) for row, score in ranked.items()]
+        return [NodeWithScore(node=self.node(row), score=ranked.scale(score))
+                for row, score in zip(chunk_rows.tolist(), scores.tolist())]
+
+    def stub(self, row: int) -> TextNode:
+        return self._stub(row)
+
+    def id_order(self, rows: np.ndarray) -> np.ndarray:
+        """Where each row's chunk id falls in the ids' sorted order (fusion breaks ties by id)."""
+        return self._id_order[rows]
+
+    @cached_property
+    def _id_order(self) -> np.ndarray:
+        ids = self.pack.ids
+        order = np.empty(len(ids), dtype=np.int32)
+        order[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int32)
+        return order
+
+    def in_apis(self, rows: np.ndarray, file_ids: set[str]) -> np.ndarray:
+        """Which ``rows`` belong to one of ``file_ids``, as a bool array."""
+        codes = [self._api_code[f] for f in file_ids if f in self._api_code]
+        return np.isin(self._file_of[rows], codes)
+
+    @cached_property
+    def _api_code(self) -> dict[str, int]:
+        return {file_id: i for i, file_id in enumerate(self._apis)}
+
+    @cached_property
+    def _has_parts(self) -> bool:
+        return bool((self._chunk_rows != np.arange(len(self._chunk_rows))).any())
 
     @cached_property
     def _chunk_rows(self) -> np.ndarray:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import re
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # builds never import LlamaIndex (~1.8 s); queries have it lo
     import numpy as np
     from llama_index.core.schema import NodeWithScore
 
-    from pipeline.nodes import Hit
+    from pipeline.nodes import Hit, RankedRows
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +163,7 @@ class ChunkStore:
         return set(self._served)
 
     def vector_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
+                      top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
         """``methods`` keeps operations of those HTTP methods only (components have none)."""
         if self.search_mode != HYBRID or top_k <= 0 or types == [] or methods == [] or self.local is None:
             return []
@@ -173,9 +174,9 @@ class ChunkStore:
                                         methods=methods)
 
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
-                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | list[Hit]:
-        """``hydrate=False`` returns hits of stub nodes (id, source_file, type; :class:`~pipeline.nodes.Hit`):
-        enough to rank and fuse."""
+                       top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
+        """``hydrate=False`` returns the ranked rows, read as hits of stub nodes (id, source_file, type;
+        :class:`~pipeline.nodes.RankedRows`): enough to rank and fuse."""
         allowed = self._allowed(file_ids)
         if not allowed or types == [] or methods == [] or self.local is None:
             return []
@@ -199,7 +200,7 @@ class ChunkStore:
             self._embedding_cache[query] = cached
         return cached
 
-    def hydrate(self, hits: list[NodeWithScore] | list[Hit]) -> list[NodeWithScore]:
+    def hydrate(self, hits: Sequence[NodeWithScore] | Sequence[Hit]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
         from llama_index.core.schema import NodeWithScore
 

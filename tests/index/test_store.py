@@ -126,6 +126,33 @@ def test_stubs_rank_like_full_nodes_and_hydrate_to_them(store):
     assert store.hydrate(full) == full  # nothing to do for full nodes
 
 
+def test_ranked_rows_fuse_exactly_as_their_hit_lists(store):
+    """Searches return their ranked rows (``RankedRows``), fused as arrays: the same hits, scores
+    and tie order as the hit lists fused one hit at a time, with another API's hits taken out at
+    their ranks as well."""
+    from pipeline.nodes import RankedRows
+    from pipeline.stages.hybrid_retriever import fuse_hits, without_apis
+
+    def pairs(hits):
+        return [(h.node.node_id, h.score) for h in hits]
+
+    query = "postal address of a user"
+    vector = store.vector_search(query, None, None, 12, hydrate=False)
+    lexical = store.lexical_search(query, None, None, 12, hydrate=False)
+    assert isinstance(vector, RankedRows) and isinstance(lexical, RankedRows)
+    assert {h.node.metadata["source_file"] for h in vector} > {"users"}
+    for sides, k in [([(vector, 0.6), (lexical, 0.4)], 60), ([(vector, 1.0), (lexical, 1.0)], 0)]:  # k=0: ties
+        fused = fuse_hits(sides, k)
+        assert isinstance(fused, RankedRows)
+        assert pairs(fused) == pairs(fuse_hits([(list(hits), weight) for hits, weight in sides], k))
+    others = without_apis(vector, {"users"})
+    assert others.with_gaps() == without_apis(list(vector), {"users"})
+    assert None in others.with_gaps() and all(h.node.metadata["source_file"] != "users" for h in others)
+    assert pairs(fuse_hits([(lexical, 1.0), (others, 0.5)], 0)) == pairs(
+        fuse_hits([(list(lexical), 1.0), (without_apis(list(vector), {"users"}), 0.5)], 0))
+    assert fuse_hits([([], 1.0)], 60) == [] and pairs(vector[2:5]) == pairs(vector)[2:5]
+
+
 def test_the_retriever_returns_node_with_score_whatever_its_hits_inside(store):
     retriever = HybridRetriever(store, top_k=3)
     for hydrate in (True, False):

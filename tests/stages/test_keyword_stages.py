@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from pipeline.catalog.io import load_api_index, load_catalog
-from pipeline.fusion import weighted_rrf
+from pipeline.fusion import fused_order, weighted_rrf
 from pipeline.stages.api_select import KeywordApiSelector
 from pipeline.stages.intent import Intent, classify
 from pipeline.stages.query import SpecQuery
@@ -131,6 +132,18 @@ def test_rrf_weights_and_ties_are_deterministic():
     assert weighted_rrf([]) == []
     with pytest.raises(ValueError, match="k must be"):
         weighted_rrf([(["a"], 1.0)], k=-1)
+
+
+def test_fused_order_adds_each_code_in_side_order_and_breaks_ties_by_the_given_rank():
+    """The array form the chunk rankings use: the same sums, term by term, as a running total."""
+    sides = [(np.array([7, 3, 9]), np.array([1, 2, 4]), 0.6), (np.array([3, 7]), np.array([1, 3]), 0.4)]
+    codes, scores = fused_order(sides, k=60, tie_rank=lambda c: c)
+    assert codes.tolist() == [3, 7, 9]
+    assert scores.tolist() == [0.6 / 62 + 0.4 / 61, 0.6 / 61 + 0.4 / 63, 0.6 / 64]  # exactly, not approx
+    tied = [(np.array([4, 2]), np.array([1, 2]), 1.0), (np.array([2, 4]), np.array([1, 2]), 1.0)]
+    assert fused_order(tied, k=0, tie_rank=lambda c: -c)[0].tolist() == [4, 2]  # equal scores: tie_rank decides
+    assert fused_order(tied, k=0, tie_rank=lambda c: c)[0].tolist() == [2, 4]
+    assert [len(a) for a in fused_order([], k=60, tie_rank=lambda c: c)] == [0, 0]
 
 
 def test_selection_says_how_far_its_first_api_leads(catalog, indexes):

@@ -160,14 +160,13 @@ class LocalIndex:
     def _term_ids_of(self, query: str) -> tuple[int, ...]:
         return tuple(self.postings.term_ids(query_terms(query)))
 
-    def vector_search(self, embedding: list[float], file_ids: set[str], types: list[str] | None, k: int,
+    def vector_search(self, query: np.ndarray, file_ids: set[str], types: list[str] | None, k: int,
                       hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
-        """Exact cosine search; scores as ChromaVectorStore gives them (:func:`vector_score`)."""
+        """Exact cosine search of the query's :func:`unit_vector`; scores as ChromaVectorStore gives
+        them (:func:`vector_score`)."""
         spans = self.spans(file_ids, types)
         if not spans or self.vectors is None or k <= 0:
             return []
-        query = np.asarray(embedding, dtype=np.float32)
-        query /= max(float(np.linalg.norm(query)), 1e-12)
 
         def rank(depth: int) -> tuple[np.ndarray, np.ndarray]:
             mask = self._method_mask(methods) if methods is not None else None
@@ -442,6 +441,14 @@ def _best_rows(sims: np.ndarray, k: int, keep: np.ndarray | None) -> np.ndarray:
     else:
         picked = np.arange(len(scores))
     return offsets[picked] if offsets is not None else picked
+
+
+def unit_vector(embedding: list[float]) -> np.ndarray:
+    """A query embedding as the read-only float32 unit vector every search of it scores with."""
+    query = np.asarray(embedding, dtype=np.float32)
+    query /= max(float(np.linalg.norm(query)), 1e-12)
+    query.flags.writeable = False
+    return query
 
 
 def vector_score(cosine: float) -> float:

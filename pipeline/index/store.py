@@ -29,7 +29,7 @@ from pipeline.index.batching import BatchCoalescer
 from pipeline.index.collections import (check_owner, collection_name, open_collection, remove_orphan_segments,
                                         server_client)
 from pipeline.index.embeddings import Embedder, as_embedder, build_embedder, embed_model_id, embed_queries
-from pipeline.index.local import STUB, LocalIndex
+from pipeline.index.local import STUB, LocalIndex, unit_vector
 from pipeline.index.manifest import Manifest, load_manifest, save_manifest
 from pipeline.settings import Settings
 from pipeline.specs.ids import split_chunk_id
@@ -73,7 +73,7 @@ class ChunkStore:
         self._client = None
         self._collection = None
         self._vectors = None
-        self._embedding_cache: dict[str, list[float]] = {}
+        self._embedding_cache: dict[str, tuple[list[float], np.ndarray]] = {}  # query -> (embedding, unit vector)
         # concurrent queries share one model call (bound to the model, not the store: no reference cycle)
         self._embed = BatchCoalescer(partial(embed_queries, self.embedder))
 
@@ -170,7 +170,7 @@ class ChunkStore:
         allowed = self._allowed(file_ids)
         if not allowed:
             return []
-        return self.local.vector_search(self._query_embedding(query), allowed, types, top_k, hydrate=hydrate,
+        return self.local.vector_search(self._query_vectors(query)[1], allowed, types, top_k, hydrate=hydrate,
                                         methods=methods)
 
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
@@ -191,10 +191,15 @@ class ChunkStore:
         self._embedding_cache.clear()
 
     def _query_embedding(self, query: str) -> list[float]:
-        """Stage 1's fleet-wide evidence and stage 3 embed the same words: embed them once."""
+        return self._query_vectors(query)[0]
+
+    def _query_vectors(self, query: str) -> tuple[list[float], np.ndarray]:
+        """Stage 1's fleet-wide evidence and stage 3 embed the same words: embed them once, and
+        keep the unit vector every search of them scores with (~7 searches a query)."""
         cached = self._embedding_cache.get(query)
         if cached is None:
-            cached = self._embed(query)
+            embedding = self._embed(query)
+            cached = (embedding, unit_vector(embedding))
             if len(self._embedding_cache) >= QUERY_EMBEDDING_CACHE:
                 self._embedding_cache.pop(next(iter(self._embedding_cache)))
             self._embedding_cache[query] = cached

@@ -126,6 +126,19 @@ def test_stubs_rank_like_full_nodes_and_hydrate_to_them(store):
     assert store.hydrate(full) == full  # nothing to do for full nodes
 
 
+def test_a_query_is_embedded_once_and_every_search_scores_its_cached_unit_vector(store, monkeypatch):
+    query, calls = "weather forecast for tomorrow", []
+    store.forget_query_embeddings()
+    embed = store._embed
+    monkeypatch.setattr(store, "_embed", lambda q: calls.append(q) or embed(q))
+    first = store.vector_search(query, None, None, 5, hydrate=False)
+    unit = store._query_vectors(query)[1]
+    again = store.vector_search(query, ["weather", "users"], ["endpoint"], 5, hydrate=False)
+    assert calls == [query] and first and again
+    assert not unit.flags.writeable and np.linalg.norm(unit) == pytest.approx(1.0, abs=1e-6)
+    assert unit.tolist() == pytest.approx((np.asarray(store.embed_query(query)) / np.linalg.norm(store.embed_query(query))).tolist(), abs=1e-6)
+
+
 def test_ranked_rows_fuse_exactly_as_their_hit_lists(store):
     """Searches return their ranked rows (``RankedRows``), fused as arrays: the same hits, scores
     and tie order as the hit lists fused one hit at a time, with another API's hits taken out at

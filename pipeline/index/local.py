@@ -260,19 +260,19 @@ class LocalIndex:
         and fusion) the rows themselves, read as stub hits (:class:`~pipeline.nodes.RankedRows`).
         The ``:partN`` rows of a split chunk carry the chunk's own search and embed texts: they come
         back as the chunk, once, at its best place (the reference expansion brings the other parts)."""
-        from pipeline.nodes import RankedRows
-
         chunk_rows = self._chunk_rows[rows]
         if self._has_parts and (chunk_rows != rows).any():
-            _, first = np.unique(chunk_rows, return_index=True)
+            _, first = np.unique(chunk_rows, return_index=True)  # each chunk at its first (best) place
             first.sort()
             chunk_rows, scores = chunk_rows[first], scores[first]
-        ranked = RankedRows(self, chunk_rows, scores, vector_score if vector else float)
+        scale = vector_score if vector else float
         if not hydrate:
-            return ranked
+            from pipeline.nodes import RankedRows
+
+            return RankedRows(self, chunk_rows, scores, scale)
         from llama_index.core.schema import NodeWithScore
 
-        return [NodeWithScore(node=self.node(row), score=ranked.scale(score))
+        return [NodeWithScore(node=self.node(row), score=scale(score))
                 for row, score in zip(chunk_rows.tolist(), scores.tolist())]
 
     def stub(self, row: int) -> TextNode:

@@ -30,7 +30,8 @@ from pipeline.stages.query import SpecQuery
 
 class SearchIndex(Protocol):
     """Both searches rank chunks: a split chunk's ``:partN`` rows come back as the chunk, once, at
-    its best place (``ChunkStore`` does so; the reference expansion brings the other parts)."""
+    its best place (``ChunkStore`` does so; the reference expansion brings the other parts). A
+    ranking may be any sequence of hits; ``ChunkStore``'s are :class:`RankedRows`, fused as arrays."""
 
     search_mode: str
 

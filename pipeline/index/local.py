@@ -86,7 +86,7 @@ class LocalIndex:
         self._batchers_lock = threading.Lock()
         self._chunk = lru_cache(maxsize=RECORD_CACHE)(self._load_chunk)
         self._node_parts = lru_cache(maxsize=RECORD_CACHE)(self._load_node_parts)
-        self._stub = lru_cache(maxsize=STUB_CACHE)(self._make_stub)
+        self.stub = lru_cache(maxsize=STUB_CACHE)(self._make_stub)  # a row's shared stub node (RankedRows reads it)
         self._recent_products = lru_cache(maxsize=PRODUCT_CACHE)(self._block_product)
         # one query searches several scopes with the same words (each stage-1 API, their union,
         # the producers' ranking): they share one scoring of the whole index
@@ -275,9 +275,6 @@ class LocalIndex:
         return [NodeWithScore(node=self.node(row), score=scale(score))
                 for row, score in zip(chunk_rows.tolist(), scores.tolist())]
 
-    def stub(self, row: int) -> TextNode:
-        return self._stub(row)
-
     def id_order(self, rows: np.ndarray) -> np.ndarray:
         """Where each row's chunk id falls in the ids' sorted order (fusion breaks ties by id)."""
         return self._id_order[rows]
@@ -338,7 +335,7 @@ class LocalIndex:
 
     def _make_stub(self, row: int) -> TextNode:
         """Id, API and type only: ranking and fusion need no more (see ``ChunkStore.hydrate``).
-        Shared by every hit of the row (``_stub`` caches them: a query builds hundreds of hits,
+        Shared by every hit of the row (``stub`` caches them: a query builds hundreds of hits,
         and a node costs more than the search that finds it): a stub is read-only."""
         from llama_index.core.schema import TextNode
 

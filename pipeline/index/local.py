@@ -8,9 +8,10 @@ search of stage 1 on every query; the component and error blocks only when a req
 of the fleet, as unfiltered basic retrieval does) is prepared once and kept, so each later search
 over it is one matrix product with no conversion from float16 (measured under 20 concurrent
 unfiltered requests: the per-query conversion of the component block was 70 % of the service's
-CPU). The endpoint block is kept as float32 (exact), the others as int8 codes (a quarter of the
-memory: 19 MB instead of 76 MB for the fleet; cosines within 0.002). Filtered searches outside a
-prepared block convert only their own rows.
+CPU). The endpoint block keeps float32 rows, searched whole through int8 estimates with a bound
+per row and exact cosines for the rows that can rank (``bounded.py``: the ranking is exact); the
+others are int8 codes (a quarter of the memory: 19 MB instead of 76 MB for the fleet; cosines
+within 0.002). Filtered searches outside a prepared block convert only their own rows.
 
 Under concurrent load (``specrag serve``), searches that cover most of a type block share one
 pass over it: a ``BatchCoalescer`` per block stacks the waiting queries into one matrix product.
@@ -31,6 +32,7 @@ import numpy as np
 
 from pipeline.index.batching import BatchCoalescer
 from pipeline.index.blas import one_blas_thread
+from pipeline.index.bounded import BoundedRows, Estimate, quantize
 from pipeline.index.lexical import Postings, query_terms, top_k
 from pipeline.index.pack import TYPE_ORDER, Pack
 from pipeline.specs.ids import HTTP_METHODS, base_chunk_id, parse_operation_id, parse_webhook_id
@@ -52,9 +54,9 @@ RANKING_CACHE = 64  # ranked rows of recent searches (a few KB each)
 RANKING_DEPTH = 90
 CONVERT_ROWS = 8192  # float16 rows read and converted per step: building a block, or a span outside one (12 MB as float32)
 PRODUCT_ROWS = 4096  # int8 rows widened to float32 per step of a product (6 MB: stays in cache)
-# blocks kept exact (float32) when searched whole; the others as int8 (a quarter of the memory).
-# Every query's stage 1 searches the endpoint block (19.3k rows for the fleet): float32 keeps its
-# results exact and is faster there (0.95 against 1.18 ms); the component and error blocks (49k
+# blocks ranked exactly when searched whole (float32 rows, found through int8 estimates: 0.25
+# against ~0.95 ms a query for the fleet's 19.3k endpoint rows, which every query's stage 1
+# searches); the others as int8 (a quarter of the memory): the component and error blocks (49k
 # rows, 76 MB as float32) are searched whole only by requests that cover most of the fleet.
 EXACT_BLOCKS = ("endpoint",)
 FULL_BLOCK_SHARE = 0.25  # a search over at least this share of a type block scores the whole block, batched
@@ -79,8 +81,8 @@ class LocalIndex:
             self._type_of[start:end] = t
         a = pack.arrays
         self.postings = Postings(pack.vocab, a["post_ptr"], a["post_rows"], a["post_tf"], np.asarray(a["doc_len"]))
-        # type -> its whole block prepared for products (ExactRows or QuantizedRows), once searched whole
-        self._blocks: dict[str, ExactRows | QuantizedRows] = {}
+        # type -> its whole block prepared for products (BoundedRows or QuantizedRows), once searched whole
+        self._blocks: dict[str, BoundedRows | QuantizedRows] = {}
         # concurrent searches over the same whole blocks share one matrix product per block
         self.batchers: dict[tuple[str, ...], BatchCoalescer] = {}
         self._batchers_lock = threading.Lock()
@@ -174,9 +176,14 @@ class LocalIndex:
             with one_blas_thread():
                 similarities = self._span_similarities(spans, query)
             for (start, end), span_sims in zip(spans, similarities):
-                picked = _best_rows(span_sims, depth, None if mask is None else mask[start:end])
+                keep = None if mask is None else mask[start:end]
+                if isinstance(span_sims, Estimate):
+                    picked, cosines = span_sims.best(depth, keep)
+                else:
+                    picked = _best_rows(span_sims, depth, keep)
+                    cosines = span_sims[picked]
                 rows.append(start + picked)
-                sims.append(span_sims[picked])
+                sims.append(cosines)
             return top_k(np.concatenate(rows), np.concatenate(sims), depth)
 
         ranked = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _methods_key(methods)), k, rank)
@@ -199,7 +206,9 @@ class LocalIndex:
             products = self._recent_products(tuple(whole), query.tobytes())
             for kind, inside in whole.items():
                 block_start = self.header.blocks[kind][0]
-                out |= {(s, e): products[kind][s - block_start:e - block_start] for s, e in inside}
+                product = products[kind]
+                out |= {(s, e): product.span(s - block_start, e - block_start) if isinstance(product, Estimate)
+                        else product[s - block_start:e - block_start] for s, e in inside}
         return [out[span] for span in spans]
 
     def _block_product(self, kinds: tuple[str, ...], query: bytes) -> dict[str, np.ndarray]:
@@ -207,9 +216,11 @@ class LocalIndex:
         stage 3's fleet search score the same blocks with the same embedding)."""
         products = self._batcher(kinds)(np.frombuffer(query, dtype=np.float32))
         # copied: a batched product's row is a view that would keep the whole batch alive
-        products = {kind: np.array(product) for kind, product in products.items()}
+        products = {kind: product if isinstance(product, Estimate) else np.array(product)
+                    for kind, product in products.items()}
         for product in products.values():
-            product.flags.writeable = False
+            for array in (product.approx, product.bound) if isinstance(product, Estimate) else (product,):
+                array.flags.writeable = False
         return products
 
     def _batcher(self, kinds: tuple[str, ...]) -> BatchCoalescer:
@@ -229,12 +240,12 @@ class LocalIndex:
             block = self._blocks.get(kind)
             if block is None:
                 block = self._blocks[kind] = self._prepared(*self.header.blocks[kind], exact=kind in EXACT_BLOCKS)
-            products[kind] = block.times(stacked, 0, block.rows)
+            products[kind] = block.estimates(stacked)
         return [{kind: product[i] for kind, product in products.items()} for i in range(len(queries))]
 
-    def _prepared(self, start: int, end: int, exact: bool) -> "ExactRows | QuantizedRows":
+    def _prepared(self, start: int, end: int, exact: bool) -> "BoundedRows | QuantizedRows":
         """Rows [start, end) prepared for products (no full-size temporary)."""
-        return (ExactRows if exact else QuantizedRows).build(self._row_steps(start, end), end - start,
+        return (BoundedRows if exact else QuantizedRows).build(self._row_steps(start, end), end - start,
                                                              self.vectors.shape[1])
 
     def _row_steps(self, start: int, end: int):
@@ -458,29 +469,6 @@ def cosine_of(score: float) -> float:
     return 1.0 + math.log(score) if score > 0 else -1.0
 
 
-class ExactRows(NamedTuple):
-    """A block as float32, transposed (dim x rows): a few queries times it runs 2x faster than
-    times the row-major block's transpose (measured single-threaded: 10 queries x 68.6k rows, 17
-    vs 34 ms)."""
-
-    transposed: np.ndarray
-
-    @classmethod
-    def build(cls, steps, n: int, dim: int) -> "ExactRows":
-        """From ``(offset, end, float rows)`` steps covering rows [0, n)."""
-        transposed = np.empty((dim, n), dtype=np.float32)
-        for first, last, rows in steps:
-            transposed[:, first:last] = rows.T
-        return cls(transposed)
-
-    @property
-    def rows(self) -> int:
-        return self.transposed.shape[1]
-
-    def times(self, queries: np.ndarray, start: int, end: int) -> np.ndarray:
-        return queries @ self.transposed[:, start:end]
-
-
 class QuantizedRows(NamedTuple):
     """A block as int8 codes with one float32 scale per row (a row is ``codes * scale``): a
     quarter of float32's memory, and over a block too big for the CPU cache no slower (it reads a
@@ -499,8 +487,12 @@ class QuantizedRows(NamedTuple):
         return cls(codes, scales)
 
     @property
-    def rows(self) -> int:
+    def n_rows(self) -> int:
         return len(self.scales)
+
+    def estimates(self, queries: np.ndarray) -> np.ndarray:
+        """Cosines (queries x rows) of every row."""
+        return self.times(queries, 0, self.n_rows)
 
     def times(self, queries: np.ndarray, start: int, end: int) -> np.ndarray:
         """Cosines (queries x rows) of rows [start, end), widened to float32 a step at a time."""
@@ -510,11 +502,3 @@ class QuantizedRows(NamedTuple):
             out[:, first - start:last - start] = queries @ self.codes[first:last].astype(np.float32).T
         out *= self.scales[start:end]
         return out
-
-
-def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 codes and per-row scales of float rows (symmetric: the largest magnitude maps to 127)."""
-    rows = np.asarray(rows, dtype=np.float32)
-    scales = np.abs(rows).max(axis=1) / 127.0 if rows.size else np.zeros(len(rows), np.float32)
-    safe = np.where(scales > 0, scales, 1.0)
-    return np.rint(rows / safe[:, None]).astype(np.int8), scales.astype(np.float32)

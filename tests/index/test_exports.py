@@ -7,7 +7,7 @@ import pipeline.index as index
 
 def test_exported_members():
     assert set(index.__all__) == {name for name in dir(index) if not name.startswith("_")} - {
-        "batching", "blas", "builder", "chroma_rows", "collections", "embeddings", "lexical", "llama_embedding", "local", "lock", "manifest", "pack",
+        "batching", "blas", "bounded", "builder", "chroma_rows", "collections", "embeddings", "lexical", "llama_embedding", "local", "lock", "manifest", "pack",
         "pack_writer", "publish", "replica", "store", "vector_reuse"}
     params = list(inspect.signature(index.ChunkStore.vector_search).parameters)
     assert params == ["self", "query", "file_ids", "types", "top_k", "hydrate", "methods"]

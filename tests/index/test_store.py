@@ -233,22 +233,28 @@ def test_concurrent_searches_share_batches_and_match_serial_ones(store):
 
 
 def test_whole_blocks_keep_endpoints_exact_and_others_as_int8(store):
-    """The endpoint block (searched whole by every query's stage 1) stays float32; the component
-    and error blocks become int8 codes with a scale per row: a quarter of the memory, cosines
-    within 0.002."""
-    from pipeline.index.local import ExactRows, QuantizedRows, quantize
+    """The endpoint block (searched whole by every query's stage 1) keeps float32 rows for exact
+    cosines, with int8 estimates to find which rows can rank; the component and error blocks become
+    int8 codes with a scale per row: a quarter of the memory, cosines within 0.002."""
+    from pipeline.index.bounded import BoundedRows, Estimate
+    from pipeline.index.local import QuantizedRows, quantize
 
     local = store.local
     assert store.vector_search("user not found", None, None, 3)
-    assert isinstance(local._blocks["endpoint"], ExactRows)
+    endpoints = local._blocks["endpoint"]
+    assert isinstance(endpoints, BoundedRows) and endpoints.product is not None
     assert all(isinstance(local._blocks[k], QuantizedRows) for k in ("component", "errors"))
     queries = np.asarray(local.vectors[:2], dtype=np.float32)
     for kind, block in local._blocks.items():
         start, end = local.header.blocks[kind]
         rows = np.asarray(local.vectors[start:end], dtype=np.float32)
-        error = np.abs(block.times(queries, 0, block.rows) - queries @ rows.T).max()
+        error = np.abs(block.times(queries, 0, block.n_rows) - queries @ rows.T).max()
         assert error <= (1e-6 if kind == "endpoint" else 2e-3), kind
         assert block.times(queries, 1, end - start).shape == (2, end - start - 1)
+    estimates = endpoints.estimates(queries)
+    assert all(isinstance(e, Estimate) for e in estimates)
+    assert all((np.abs(e.approx - endpoints.times(q[None], 0, endpoints.n_rows)[0]) <= e.bound).all()
+               for e, q in zip(estimates, queries))
     assert local._blocks["component"].codes.dtype == np.int8
     codes, scales = quantize(np.zeros((2, 4), dtype=np.float16))  # a zero row stays zero, no division by 0
     assert not codes.any() and not scales.any()

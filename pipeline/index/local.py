@@ -189,11 +189,13 @@ class LocalIndex:
         ranked = self._rankings.get(("cosine", query.tobytes(), tuple(spans), _methods_key(methods)), k, rank)
         return self._hits(*ranked, vector=True, hydrate=hydrate)
 
-    def _span_similarities(self, spans: list[tuple[int, int]], query: np.ndarray) -> list[np.ndarray]:
+    def _span_similarities(self, spans: list[tuple[int, int]], query: np.ndarray) -> list[np.ndarray | Estimate]:
         """Cosines of each span's rows; spans covering most of their type block are cut from the
         block's product, batched with concurrent searches over the same blocks (one queue for all
-        of them: an unfiltered search waits once, not once per block), the others scored alone."""
-        out: dict[tuple[int, int], np.ndarray] = {}
+        of them: an unfiltered search waits once, not once per block), the others scored alone.
+        A span cut from a bounded block (``EXACT_BLOCKS``) is an :class:`Estimate`, ranked by its
+        ``best``."""
+        out: dict[tuple[int, int], np.ndarray | Estimate] = {}
         whole: dict[str, list[tuple[int, int]]] = {}
         for kind in TYPE_ORDER:
             block_start, block_end = self.header.blocks[kind]
@@ -211,7 +213,7 @@ class LocalIndex:
                         else product[s - block_start:e - block_start] for s, e in inside}
         return [out[span] for span in spans]
 
-    def _block_product(self, kinds: tuple[str, ...], query: bytes) -> dict[str, np.ndarray]:
+    def _block_product(self, kinds: tuple[str, ...], query: bytes) -> dict[str, np.ndarray | Estimate]:
         """One query's whole-block cosines (cached in ``_recent_products``: stage 1's evidence and
         stage 3's fleet search score the same blocks with the same embedding)."""
         products = self._batcher(kinds)(np.frombuffer(query, dtype=np.float32))
@@ -232,7 +234,7 @@ class LocalIndex:
                     lambda queries: this()._block_products(kinds, queries)))
         return batcher
 
-    def _block_products(self, kinds: tuple[str, ...], queries: list[np.ndarray]) -> list[dict[str, np.ndarray]]:
+    def _block_products(self, kinds: tuple[str, ...], queries: list[np.ndarray]) -> list[dict[str, np.ndarray | Estimate]]:
         """Per query, its cosines with each block of ``kinds`` (each block prepared once, then kept)."""
         stacked = np.stack(queries)
         products = {}

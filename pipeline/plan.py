@@ -7,6 +7,9 @@ ids lead to), else the best operation the retriever found itself. The target's p
 produce them, those that need no id first, then the nearest (recursively); operations placed
 to use what a plan step finds are appended after it. Every parameter is bound to an earlier
 step's response field (``GET /search/movie -> results[].id -> {movie_id}``) or to the question.
+A primary hit that takes an id the plan's last step yields, and that the retriever found with
+only a placeholder lookup for that id, comes last when its name answers a word of the question
+no step's name does (:func:`_extend`).
 
 A question that asks for several things ("check the IP's reputation; if it is bad, report it")
 has steps no id links. It is split into sub-questions (grammar only:
@@ -29,7 +32,7 @@ from pipeline.context import ContextChunk, RetrievalStats
 from pipeline.graph.models import DependencyEdge
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import Chunk
-from pipeline.stages.producers import FOLLOW_UP, step_label
+from pipeline.stages.producers import FOLLOW_UP, provides_reason, step_label
 
 MIN_STEP_TOKENS = 300
 FROM_QUESTION = "from the question"
@@ -89,7 +92,36 @@ def planned_calls(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[st
     for cid in ops:  # follow-ups: placed to use what a plan step finds
         if cid not in order and _follows(reasons.get(cid, ""), order):
             _with_producers(cid, ops, chunks, order, set())
+    _extend(order, ops[:primary], chunks, reasons, question)
     return [(cid, answers.get(cid, "")) for cid in order]
+
+
+def _extend(order: list[str], primaries: list[str], chunks: dict[str, Chunk], reasons: dict[str, str],
+            question: str) -> None:
+    """"Cover images of movies directed by Christopher Nolan": the plan ends at the person's movie
+    credits, and the retriever also found ``GET /movie/{movie_id}/images``, whose movie id only a
+    lookup placed for it provides, with nothing named to look up. A primary hit whose id the plan's
+    last step yields, whose only placed producers are outside the plan, and whose name (method,
+    path, summary, operationId) has a word of the question no step's name has, comes last: it uses
+    the ids that step finds."""
+    if not order or not question:
+        return
+    last, asked = order[-1], set(query_terms(question))
+    answered = set().union(*(_name_terms(chunks[cid]) for cid in order))
+    for hit in primaries:
+        if hit in order or hit in reasons:  # placed hits already serve the step they were placed for
+            continue
+        needs = {p.name for p in chunks[hit].params if p.id_like}
+        fed = {e.param for e in chunks[hit].producers if e.producer == last and e.param in needs}
+        placed = {cid for cid, why in reasons.items() if any(why == provides_reason(p, hit) for p in fed)}
+        if placed and not placed & set(order) and (_name_terms(chunks[hit]) & asked) - answered:
+            order.append(hit)
+            return
+
+
+def _name_terms(chunk: Chunk) -> set[str]:
+    """What a call is called, as terms (not what it returns: its content lists response fields)."""
+    return set(query_terms(f"{chunk.method} {chunk.path} {chunk.summary} {chunk.operation_id}"))
 
 
 def _intents(parts: list[str], candidates: list[str], chunks: dict[str, Chunk], target: str) -> dict[str, str]:

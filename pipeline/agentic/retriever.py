@@ -30,7 +30,7 @@ from pipeline.agentic.decompose import Decomposer, Decomposition, offline_decomp
 from pipeline.api_models import AgenticRetrievalRequest, ReasoningEffort, RetrievalResponse, RetrievalStep, RetrievedItem
 from pipeline.context import ContextChunk, KnowledgeContext
 from pipeline.specs.models import decode_params, decode_producers
-from pipeline.stages.producers import step_label
+from pipeline.stages.producers import provides_reason, step_label
 from pipeline.tokens import count_tokens
 
 PRODUCER_ROUNDS = {ReasoningEffort.LOW: 0, ReasoningEffort.MEDIUM: 1, ReasoningEffort.HIGH: 2}
@@ -136,7 +136,7 @@ class _Run:
             for param, edges in self._unbound(item).items():
                 choice = await self._best_producer(edges)
                 if choice is not None and choice not in self.items and choice not in wanted:
-                    wanted[choice] = f"provides {param} for {step_label(item.chunk_id)}"
+                    wanted[choice] = provides_reason(param, item.chunk_id)
         if not wanted:
             self._record("expand_producers", "", [], 0, start, "every id parameter in the context is bound")
             return False

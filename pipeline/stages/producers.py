@@ -96,6 +96,11 @@ def step_label(chunk_id: str) -> str:
     return f"{op[2]} {op[1]}" if op else chunk_id
 
 
+def provides_reason(param: str, consumer_id: str) -> str:
+    """The reason of a producer placed for a consumer's unbound id: "provides movie_id for GET /movie/{movie_id}"."""
+    return f"provides {param} for {step_label(consumer_id)}"
+
+
 class ProducerExpander(BaseNodePostprocessor):
     """Places each top hit's missing producers right before it; no per-query state is kept."""
 
@@ -330,7 +335,7 @@ class _Placement:
                 continue  # nothing to offer, or already bound by a call ranked before it
             choice = self._choose(offered)
             if choice is not None:
-                self._place(choice, consumer_id, f"provides {need.name} for {step_label(consumer_id)}")
+                self._place(choice, consumer_id, provides_reason(need.name, consumer_id))
                 self._bind(choice.node.node_id, chain - 1)
 
     def _choose(self, offered) -> NodeWithScore | None:

@@ -107,3 +107,42 @@ def test_a_multi_part_question_keeps_each_steps_producers():
     question = "List the genres, then show the credits of a movie"
     assert plan_operations(ranking, chunks, {}, question=question) == [
         op("/genre/list"), op("/movie/top_rated"), op("/movie/{movie_id}/credits")]
+
+
+PERSON = ParamNeed(name="person_id", location="path", required=True, id_like=True, resources=["person"])
+PEOPLE = {c.id: c for c in [
+    chunk("/search/person", [TEXT]),
+    chunk("/search/movie", [TEXT]),
+    chunk("/person/{person_id}/movie_credits", [PERSON], [("person_id", "/search/person")]),
+    chunk("/movie/{movie_id}/images", [MOVIE], [("movie_id", "/search/movie"),
+                                                ("movie_id", "/person/{person_id}/movie_credits")]),
+    chunk("/movie/{movie_id}/recommendations", [MOVIE], [("movie_id", "/search/movie"),
+                                                         ("movie_id", "/person/{person_id}/movie_credits")]),
+]}
+
+
+def test_a_hit_that_uses_the_ids_the_plans_last_step_finds_comes_last():
+    """"Cover images of movies directed by Christopher Nolan": the person's credits end the plan;
+    the images call the retriever found takes the movie ids they list (its own placed lookup,
+    search/movie, has no movie named to look up)."""
+    from pipeline.plan import planned_calls
+
+    images, credits = op("/movie/{movie_id}/images"), op("/person/{person_id}/movie_credits")
+    ranking = [op("/search/movie"), op("/search/person"), credits, images]
+    reasons = {op("/search/movie"): "provides movie_id for GET /movie/{movie_id}/images",
+               op("/search/person"): "looks up the person 'Christopher Nolan'",
+               credits: "uses the person id that GET /search/person finds"}
+    question = "Give me some cover images of movies directed by Christopher Nolan."
+    calls = [cid for cid, _ in planned_calls(ranking, PEOPLE, reasons, question=question)]
+    assert calls == [op("/search/person"), credits, images]
+    assert [b.from_step for b in bindings(PEOPLE[images], calls[:2])] == [2]  # fed by the credits, not a search
+    # not when the question names nothing the hit is called by
+    assert plan_operations(ranking, PEOPLE, reasons, question="How many movies did Christopher Nolan direct?") \
+        == [op("/search/person"), credits]
+    recommendations = op("/movie/{movie_id}/recommendations")
+    unnamed = [op("/search/movie"), op("/search/person"), credits, recommendations]
+    unnamed_reasons = reasons | {op("/search/movie"): "provides movie_id for GET /movie/{movie_id}/recommendations"}
+    assert plan_operations(unnamed, PEOPLE, unnamed_reasons, question=question) == [op("/search/person"), credits]
+    # nor when no lookup was placed for it: a call the retriever found itself may bind its id
+    found = {k: v for k, v in reasons.items() if k != op("/search/movie")}
+    assert plan_operations(ranking, PEOPLE, found, question=question) == [op("/search/person"), credits]

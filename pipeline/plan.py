@@ -101,9 +101,9 @@ def _extend(order: list[str], primaries: list[str], chunks: dict[str, Chunk], re
     """"Cover images of movies directed by Christopher Nolan": the plan ends at the person's movie
     credits, and the retriever also found ``GET /movie/{movie_id}/images``, whose movie id only a
     lookup placed for it provides, with nothing named to look up. A primary hit whose id the plan's
-    last step yields, whose only placed producers are outside the plan, and whose name (method,
-    path, summary, operationId) has a word of the question no step's name has, comes last: it uses
-    the ids that step finds."""
+    last step yields, whose id had producers placed for it (none of them in the plan), and whose
+    name (method, path, summary, operationId) has a word of the question no step's name has, comes
+    last: it uses the ids that step finds."""
     if not order or not question:
         return
     last, asked = order[-1], set(query_terms(question))

@@ -74,6 +74,7 @@ class BoundedRows(NamedTuple):
             rounded = (code.astype(np.float64) - QUERY_ZERO) * query_scale
             bound = self.errors * np.float32(np.linalg.norm(rounded))
             bound += np.float32(np.linalg.norm(query - rounded) * self.largest_norm + ROUNDING)
+            approx.flags.writeable = bound.flags.writeable = False  # kept for the query's later searches
             out.append(Estimate(approx, bound, query, self.rows))
         return out
 
@@ -113,11 +114,18 @@ class Estimate(NamedTuple):
         elif offsets is None:
             offsets = np.arange(len(approx))
         cosines = self.exact(offsets)
-        if len(cosines) > k:
-            kth = np.partition(cosines, len(cosines) - k)[len(cosines) - k]
-            ranked = cosines >= kth
-            offsets, cosines = offsets[ranked], cosines[ranked]
-        return offsets, cosines
+        ranked = best_rows(cosines, k, None)
+        return offsets[ranked], cosines[ranked]
+
+
+def best_rows(sims: np.ndarray, k: int, keep: np.ndarray | None) -> np.ndarray:
+    """Offsets of a span's candidates for the top ``k``: every row scoring at least its ``k``-th
+    best (ties kept, so the final ranking is the one over all rows), among ``keep`` if given.
+    An unfiltered search otherwise builds and sorts arrays over the whole fleet per query."""
+    offsets = np.flatnonzero(keep) if keep is not None else None
+    scores = sims[offsets] if offsets is not None else sims
+    picked = np.flatnonzero(scores >= kth_largest(scores, k)) if len(scores) > k else np.arange(len(scores))
+    return offsets[picked] if offsets is not None else picked
 
 
 def kth_largest(values: np.ndarray, k: int) -> float:

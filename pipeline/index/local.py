@@ -32,7 +32,7 @@ import numpy as np
 
 from pipeline.index.batching import BatchCoalescer
 from pipeline.index.blas import one_blas_thread
-from pipeline.index.bounded import BoundedRows, Estimate, quantize
+from pipeline.index.bounded import BoundedRows, Estimate, best_rows, quantize
 from pipeline.index.lexical import Postings, query_terms, top_k
 from pipeline.index.pack import TYPE_ORDER, Pack
 from pipeline.specs.ids import HTTP_METHODS, base_chunk_id, parse_operation_id, parse_webhook_id
@@ -181,7 +181,7 @@ class LocalIndex:
                 if isinstance(span_sims, Estimate):
                     picked, cosines = span_sims.best(depth, keep)
                 else:
-                    picked = _best_rows(span_sims, depth, keep)
+                    picked = best_rows(span_sims, depth, keep)
                     cosines = span_sims[picked]
                 rows.append(start + picked)
                 sims.append(cosines)
@@ -219,11 +219,12 @@ class LocalIndex:
         stage 3's fleet search score the same blocks with the same embedding)."""
         products = self._batcher(kinds)(np.frombuffer(query, dtype=np.float32))
         # copied: a batched product's row is a view that would keep the whole batch alive
+        # (an Estimate's arrays are its query's own, made read-only where they are made)
         products = {kind: product if isinstance(product, Estimate) else np.array(product)
                     for kind, product in products.items()}
         for product in products.values():
-            for array in (product.approx, product.bound) if isinstance(product, Estimate) else (product,):
-                array.flags.writeable = False
+            if not isinstance(product, Estimate):
+                product.flags.writeable = False
         return products
 
     def _batcher(self, kinds: tuple[str, ...]) -> BatchCoalescer:
@@ -438,20 +439,6 @@ class RecentRankings:
         with self._lock:
             self._items.clear()
             self.hits = 0
-
-
-def _best_rows(sims: np.ndarray, k: int, keep: np.ndarray | None) -> np.ndarray:
-    """Offsets of a span's candidates for the top ``k``: every row scoring at least its ``k``-th
-    best (ties kept, so the final ranking is the one over all rows), among ``keep`` if given.
-    An unfiltered search otherwise builds and sorts arrays over the whole fleet per query."""
-    offsets = np.flatnonzero(keep) if keep is not None else None
-    scores = sims[offsets] if offsets is not None else sims
-    if len(scores) > k:
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        picked = np.flatnonzero(scores >= kth)
-    else:
-        picked = np.arange(len(scores))
-    return offsets[picked] if offsets is not None else picked
 
 
 def unit_vector(embedding: list[float]) -> np.ndarray:

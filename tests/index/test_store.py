@@ -290,13 +290,13 @@ def test_a_split_chunk_ranks_once_as_the_chunk_whichever_of_its_parts_matched(se
 
 
 def test_span_candidates_keep_every_row_that_can_reach_the_top_k():
-    from pipeline.index.local import _best_rows
+    from pipeline.index.bounded import best_rows
 
     rng = np.random.default_rng(7)
     sims = rng.choice(np.linspace(-1, 1, 9), size=500).astype(np.float32)  # many exact ties
     keep = rng.random(500) < 0.5
     for k, mask in [(1, None), (5, None), (5, keep), (600, keep)]:
-        picked = _best_rows(sims, k, mask)
+        picked = best_rows(sims, k, mask)
         allowed = np.flatnonzero(mask) if mask is not None else np.arange(500)
         assert set(picked) <= set(allowed)
         kth = np.sort(sims[allowed])[::-1][min(k, len(allowed)) - 1]

@@ -32,7 +32,8 @@ from pipeline.context import ContextChunk, RetrievalStats
 from pipeline.graph.models import DependencyEdge
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import Chunk
-from pipeline.stages.producers import FOLLOW_UP, provides_reason, step_label
+from pipeline.stages.names import speaks_of_own
+from pipeline.stages.producers import FOLLOW_UP, for_the_asker, provides_reason, step_label
 
 MIN_STEP_TOKENS = 300
 FROM_QUESTION = "from the question"
@@ -87,11 +88,12 @@ def planned_calls(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[st
     parts = split_question(question) if question else []
     answers = _intents(parts, ops[:primary], chunks, target) if len(parts) > 1 else {target: ""}
     order: list[str] = []
+    own = speaks_of_own(question)
     for cid in answers:
-        _with_producers(cid, ops, chunks, order, set())
+        _with_producers(cid, ops, chunks, order, set(), own)
     for cid in ops:  # follow-ups: placed to use what a plan step finds
         if cid not in order and _follows(reasons.get(cid, ""), order):
-            _with_producers(cid, ops, chunks, order, set())
+            _with_producers(cid, ops, chunks, order, set(), own)
     _extend(order, ops[:primary], chunks, reasons, question)
     return [(cid, answers.get(cid, "")) for cid in order]
 
@@ -164,11 +166,13 @@ def _follows(reason: str, order: list[str]) -> bool:
     return reason.startswith(FOLLOW_UP) and any(step_label(o) in reason for o in order)
 
 
-def bindings(chunk: Chunk, earlier: list[str]) -> list[ParamBinding]:
-    """Each parameter's source: the latest earlier step that produces it, else the question."""
+def bindings(chunk: Chunk, earlier: list[str], own: bool = False) -> list[ParamBinding]:
+    """Each parameter's source: the latest earlier step that produces it (``own``: the question
+    asks for the asker's own things, :func:`~pipeline.stages.producers.for_the_asker`), else
+    the question."""
     out = []
     for need in chunk.params:
-        edge = _bound_by(chunk.producers, need.name, earlier)
+        edge = _bound_by(chunk.producers, need.name, earlier, own=own)
         if edge is None:
             out.append(ParamBinding(param=need.name, location=need.location, source="question", label=FROM_QUESTION))
         else:
@@ -181,28 +185,30 @@ def step_budget(total: int, n_steps: int) -> int:
     return max(MIN_STEP_TOKENS, total // max(1, n_steps))
 
 
-def _with_producers(cid: str, ops: list[str], chunks: dict[str, Chunk], order: list[str], visiting: set[str]) -> None:
+def _with_producers(cid: str, ops: list[str], chunks: dict[str, Chunk], order: list[str], visiting: set[str],
+                    own: bool = False) -> None:
     if cid in order or cid in visiting:
         return
     visiting.add(cid)
     chunk = chunks[cid]
     above = ops[: ops.index(cid)] if cid in ops else ops
     for need in chunk.params:
-        edge = _bound_by(chunk.producers, need.name, [*order, *above], chunks)
+        edge = _bound_by(chunk.producers, need.name, [*order, *above], chunks, own)
         if edge is not None and edge.producer in chunks:
-            _with_producers(edge.producer, ops, chunks, order, visiting)
+            _with_producers(edge.producer, ops, chunks, order, visiting, own)
     order.append(cid)
 
 
 def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
-              chunks: dict[str, Chunk] | None = None) -> DependencyEdge | None:
-    """The producer of ``param`` among ``candidates``: one that needs no id itself first (when
-    ``chunks`` tells), then the one that comes last (the nearest call before)."""
+              chunks: dict[str, Chunk] | None = None, own: bool = False) -> DependencyEdge | None:
+    """The producer of ``param`` among ``candidates`` (for the asker's own things, those
+    :func:`~pipeline.stages.producers.for_the_asker` keeps): one that needs no id itself first
+    (when ``chunks`` tells), then the one that comes last (the nearest call before)."""
     def key(edge: DependencyEdge) -> tuple:
         needs = chunks is not None and edge.producer in chunks and any(p.id_like for p in chunks[edge.producer].params)
         return (not needs, candidates.index(edge.producer))
 
-    offered = [e for e in edges if e.param == param and e.producer in candidates]
+    offered = for_the_asker([e for e in edges if e.param == param and e.producer in candidates], own)
     return max(offered, key=key) if offered else None
 
 
@@ -235,7 +241,7 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
         plan.steps.append(PlanStep(step=number, chunk_id=cid, method=chunk.method, path=chunk.path,
                                    operation_id=chunk.operation_id,
                                    reason=f"answers: {part}" if part else "answers the question",
-                                   bindings=bindings(chunk, order[: number - 1]),
+                                   bindings=bindings(chunk, order[: number - 1], speaks_of_own(question)),
                                    context=[*expansion.primary, *expansion.referenced], tokens=expansion.total_tokens))
     _explain(plan)
     plan.total_tokens = sum(s.tokens for s in plan.steps)

@@ -7,6 +7,10 @@ skipped, never across a comma) may be the resource it is ("the collection Star W
 show called X"), a possessive says the name is *not* the resource after it ("Cate
 Blanchett's latest TV show"), and so does the agent of a passive clause: a name after "by" is
 not the resource the words before "by" name ("movies directed by Sofia Coppola").
+
+The asker's own things ("my playlists", "our invoices") are named by a first-person possessive;
+an API names the caller the same way, with a first-person path segment (``GET /me``,
+``/me/tracks``, ``/my/follows``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ WINDOW = 3  # words after a possessive that may name what the name owns
 TYPE_WORDS = 2  # words right before a name that may name its resource
 _NAMING = {"the", "a", "an", "called", "named", "titled"}  # between a resource word and its name
 _PARTICLES = {"of", "the", "de", "von", "van", "la", "le", "del", "da", "du"}  # inside names: House of Cards
+_OWN = re.compile(r"\b(?:my|mine|our|ours)\b", re.IGNORECASE)  # first-person possessives
+_SELF_SEGMENTS = {"me", "my", "mine"}  # a path's first-person segment: the caller
 
 
 class NamedSpan(NamedTuple):
@@ -56,6 +62,16 @@ def named_spans(question: str) -> list[NamedSpan]:
 def names_something(question: str) -> bool:
     """The question names a thing whose id must be looked up."""
     return bool(named_spans(question))
+
+
+def speaks_of_own(question: str) -> bool:
+    """The question asks about the asker's own things ("my playlist")."""
+    return bool(_OWN.search(question))
+
+
+def names_the_caller(path: str) -> bool:
+    """The path names the caller (``/me``, ``/me/tracks``): what it returns is the asker's own."""
+    return any(segment.lower() in _SELF_SEGMENTS for segment in path.split("/"))
 
 
 def _type_window(before: list[str]) -> list[str]:

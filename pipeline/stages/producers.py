@@ -13,6 +13,9 @@ stored on the chunk at ingest). Each is scored from general signals, no word of 
   no input (a list) fits better than a call that changes something;
 - how high the retriever ranks it within the API for the question.
 
+When the question asks for the asker's own things ("my playlists") and the id has a producer
+that names the caller (``GET /me``), only such producers count (:func:`for_the_asker`).
+
 The chosen producer is itself checked (chains: ``/search/collection`` -> ``/collection/{id}``
 -> ``/movie/{movie_id}/credits``), up to ``max_chain`` links.
 
@@ -50,7 +53,7 @@ from pipeline.analysis import query_terms
 from pipeline.nodes import Hit
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import decode_params, decode_producers
-from pipeline.stages.names import named_spans, names_something
+from pipeline.stages.names import named_spans, names_something, names_the_caller, speaks_of_own
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
@@ -99,6 +102,22 @@ def step_label(chunk_id: str) -> str:
 def provides_reason(param: str, consumer_id: str) -> str:
     """The reason of a producer placed for a consumer's unbound id: "provides movie_id for GET /movie/{movie_id}"."""
     return f"provides {param} for {step_label(consumer_id)}"
+
+
+def for_the_asker(offered: list, own: bool) -> list:
+    """The producers to choose from. For the asker's own things (``own``: "my playlists") the
+    calls that name the caller (``GET /me``) when the id has such a producer, first those whose
+    record itself holds it (``id``, not a field of something they list); else all offered.
+    (The graph also offers lists whose items merely carry a user's id; "my" means the caller.)"""
+    if not own:
+        return list(offered)
+    mine = [e for e in offered if _names_caller(e.producer)]
+    return [e for e in mine if "." not in e.field and "[]" not in e.field] or mine or list(offered)
+
+
+def _names_caller(chunk_id: str) -> bool:
+    op = parse_operation_id(chunk_id)
+    return op is not None and names_the_caller(op[1])
 
 
 class ProducerExpander(BaseNodePostprocessor):
@@ -164,6 +183,7 @@ class _Placement:
         self.preferred = list(preferred)
         self.rank_api, self._api_ranks = rank_api, {}
         self.names = names_something(question)
+        self.own = speaks_of_own(question)
         self.added = 0
 
     def run(self) -> list[NodeWithScore]:
@@ -330,7 +350,7 @@ class _Placement:
                 continue
             ids = self._ids()
             above = set(ids[: ids.index(consumer_id)])
-            offered = [e for e in edges if e.param == need.name]
+            offered = for_the_asker([e for e in edges if e.param == need.name], self.own)
             if not offered or any(e.producer in above for e in offered):
                 continue  # nothing to offer, or already bound by a call ranked before it
             choice = self._choose(offered)

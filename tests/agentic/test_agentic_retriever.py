@@ -125,3 +125,32 @@ async def test_arun_in_an_event_loop_and_run_refuses_to_nest(demo_engine):
     with pytest.raises(RuntimeError, match="await retriever.arun"):
         retriever.run(request)
     assert asyncio.get_running_loop().is_running()
+
+
+def test_a_producer_for_the_askers_own_things_is_the_call_that_names_the_caller():
+    """"My playlists": of the user id's producers (here 9 lists whose items carry some user's id,
+    then ``GET /me``, past the 8 the expansion reads), the call that names the caller; without
+    "my", the strongest that needs no id."""
+    from types import SimpleNamespace
+
+    from pipeline.agentic.retriever import _Run
+    from pipeline.graph.models import DependencyEdge, EdgeSource
+    from pipeline.specs.models import Chunk, ChunkType
+
+    def op(path: str) -> str:
+        return f"music:paths/{path.replace('/', '~1')}/get"
+
+    lists = [f"/browse/list{i}" for i in range(9)]
+    edges = [DependencyEdge(consumer=op("/users/{user_id}/playlists"), param="user_id", producer=op(p), field=f,
+                            score=s, source=EdgeSource.TYPE)
+             for p, f, s in [(p, "items[].owner.id", 0.75) for p in lists] + [("/me", "id", 0.5)]]
+    chunks = {op(p): Chunk(id=op(p), file_id="music", type=ChunkType.ENDPOINT, text=p, embed_text="", search_text="",
+                           kind="operation", method="GET", path=p) for p in [*lists, "/me"]}
+    lookup = SimpleNamespace(get_chunks=lambda ids: {i: chunks[i] for i in ids if i in chunks})
+    owner = SimpleNamespace(engine=SimpleNamespace(references=SimpleNamespace(lookup=lookup)), clock=Clock())
+
+    def best(query: str) -> str | None:
+        return asyncio.run(_Run(owner, AgenticRetrievalRequest(query=query))._best_producer(edges))
+
+    assert best("Add a song to my playlist") == op("/me")
+    assert best("Add a song to the playlist of a featured user") == op("/browse/list0")

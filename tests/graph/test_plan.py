@@ -10,6 +10,7 @@ from pipeline.specs.models import Chunk, ChunkType
 API = "films"
 MOVIE = ParamNeed(name="movie_id", location="path", required=True, id_like=True, resources=["movie"])
 TEXT = ParamNeed(name="query", location="query", required=True, text=True)
+USER = ParamNeed(name="user_id", location="path", required=True, id_like=True, resources=["user"])
 
 
 def op(path: str) -> str:
@@ -146,3 +147,16 @@ def test_a_hit_that_uses_the_ids_the_plans_last_step_finds_comes_last():
     # nor when no lookup was placed for it: a call the retriever found itself may bind its id
     found = {k: v for k, v in reasons.items() if k != op("/search/movie")}
     assert plan_operations(ranking, PEOPLE, found, question=question) == [op("/search/person"), credits]
+
+
+def test_the_askers_own_things_bind_to_the_call_that_names_the_caller():
+    playlists = chunk("/users/{user_id}/playlists", [USER], [("user_id", "/me"), ("user_id", "/browse/featured")])
+    chunks = {c.id: c for c in (chunk("/me"), chunk("/browse/featured"), playlists)}
+    ranking = [op("/me"), op("/browse/featured"), op("/users/{user_id}/playlists")]
+    assert plan_operations(ranking, chunks, {}, question="Show me my playlists") == [
+        op("/me"), op("/users/{user_id}/playlists")]
+    assert plan_operations(ranking, chunks, {}, question="Show me the playlists of a featured user") == [
+        op("/browse/featured"), op("/users/{user_id}/playlists")]  # the nearest producer above
+    earlier = [op("/me"), op("/browse/featured")]
+    assert [b.from_step for b in bindings(playlists, earlier, own=True)] == [1]
+    assert [b.from_step for b in bindings(playlists, earlier)] == [2]

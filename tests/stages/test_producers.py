@@ -9,8 +9,8 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pipeline.catalog.models import ApiIndex
 from pipeline.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
 from pipeline.specs.ids import operation_chunk_id
-from pipeline.stages.names import named_spans, names_something
-from pipeline.stages.producers import ProducerExpander
+from pipeline.stages.names import named_spans, names_something, names_the_caller, speaks_of_own
+from pipeline.stages.producers import ProducerExpander, for_the_asker
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
@@ -24,6 +24,7 @@ def op(path: str) -> str:
 MOVIE = ParamNeed(name="movie_id", location="path", required=True, id_like=True, resources=["movie"])
 TEXT = ParamNeed(name="query", location="query", required=True, text=True)
 COLLECTION = ParamNeed(name="collection_id", location="path", required=True, id_like=True, resources=["collection"])
+USER = ParamNeed(name="user_id", location="path", required=True, id_like=True, resources=["user"])
 
 
 def edge(consumer: str, param: str, producer: str, score: float = 0.75, field: str = "results[].id") -> DependencyEdge:
@@ -47,6 +48,13 @@ SPEC = {  # path -> (params, producers)
     "/search/studio": ([TEXT], []),
     "/studio/{studio_id}/images": ([ParamNeed(name="studio_id", location="path", required=True, id_like=True,
                                               resources=["studio"])], []),
+    "/me": ([], []),
+    "/me/tracks": ([], []),
+    "/browse/featured-playlists": ([], []),
+    # the graph offers lists whose items carry some user's id as strongly as the caller's own record
+    "/users/{user_id}/playlists": ([USER], [edge("/users/{user_id}/playlists", "user_id", p, s, f) for p, s, f in
+                                            [("/browse/featured-playlists", 0.75, "playlists.items[].owner.id"),
+                                             ("/me/tracks", 0.75, "items[].track.added_by.id"), ("/me", 0.5, "id")]]),
 }
 
 
@@ -262,3 +270,32 @@ def test_a_word_no_ranked_hit_has_brings_the_call_that_has_it_after_the_hit_whos
     assert paths_of(unproduced) == ["/genre/list"]  # no ranked hit yields the movie id it takes
     answered = run(expander(retriever=ranking), "top rated movie genres", "/genre/list", "/movie/top_rated")
     assert paths_of(answered) == ["/genre/list", "/movie/top_rated"]  # every word is in a ranked hit
+
+
+def test_first_person_possessives_and_the_paths_that_name_the_caller():
+    assert speaks_of_own("Show me my playlists") and speaks_of_own("Is this invoice OURS?")
+    assert not speaks_of_own("Show me the playlists of Adele") and not speaks_of_own("flights to Myanmar")
+    assert names_the_caller("/me") and names_the_caller("/me/tracks") and names_the_caller("/my/music/follows")
+    assert not any(names_the_caller(p) for p in ("/users/{user_id}", "/media/{id}", "/memes", "/mine-sites"))
+
+
+def test_for_the_asker_keeps_the_calls_that_name_the_caller_its_own_record_first():
+    offered = SPEC["/users/{user_id}/playlists"][1]
+    assert for_the_asker(offered, False) == offered
+    assert [e.producer for e in for_the_asker(offered, True)] == [op("/me")]
+    listed = [e for e in offered if e.producer != op("/me")]  # only a list of the caller's things names it
+    assert [e.producer for e in for_the_asker(listed, True)] == [op("/me/tracks")]
+    others = [e for e in offered if e.producer == op("/browse/featured-playlists")]
+    assert for_the_asker(others, True) == others  # no call names the caller: the usual choice
+
+
+def test_the_askers_own_things_take_their_id_from_the_call_that_names_the_caller():
+    ranking = ApiRanking("/browse/featured-playlists", "/users/{user_id}/playlists")
+    mine = run(expander(retriever=ranking), "Show me my playlists", "/users/{user_id}/playlists")
+    assert paths_of(mine) == ["/me", "/users/{user_id}/playlists"]
+    assert mine[0].node.metadata[ADDED_STEP] == "provides user_id for GET /users/{user_id}/playlists"
+    theirs = run(expander(retriever=ranking), "Show me the playlists of a featured user", "/users/{user_id}/playlists")
+    assert paths_of(theirs) == ["/browse/featured-playlists", "/users/{user_id}/playlists"]
+    listed_above = run(expander(retriever=ranking), "Show me my playlists", "/browse/featured-playlists",
+                       "/users/{user_id}/playlists")
+    assert paths_of(listed_above) == ["/browse/featured-playlists", "/me", "/users/{user_id}/playlists"]

@@ -32,7 +32,7 @@ from pipeline.context import ContextChunk, RetrievalStats
 from pipeline.graph.models import DependencyEdge
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import Chunk
-from pipeline.stages.names import speaks_of_own
+from pipeline.stages.names import owned_by_asker
 from pipeline.stages.producers import FOLLOW_UP, for_the_asker, provides_reason, step_label
 
 MIN_STEP_TOKENS = 300
@@ -88,7 +88,7 @@ def planned_calls(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[st
     parts = split_question(question) if question else []
     answers = _intents(parts, ops[:primary], chunks, target) if len(parts) > 1 else {target: ""}
     order: list[str] = []
-    own = speaks_of_own(question)
+    own = owned_by_asker(question)
     for cid in answers:
         _with_producers(cid, ops, chunks, order, set(), own)
     for cid in ops:  # follow-ups: placed to use what a plan step finds
@@ -166,10 +166,9 @@ def _follows(reason: str, order: list[str]) -> bool:
     return reason.startswith(FOLLOW_UP) and any(step_label(o) in reason for o in order)
 
 
-def bindings(chunk: Chunk, earlier: list[str], own: bool = False) -> list[ParamBinding]:
-    """Each parameter's source: the latest earlier step that produces it (``own``: the question
-    asks for the asker's own things, :func:`~pipeline.stages.producers.for_the_asker`), else
-    the question."""
+def bindings(chunk: Chunk, earlier: list[str], own: list[str] | None = None) -> list[ParamBinding]:
+    """Each parameter's source: the latest earlier step that produces it (``own``: the words of
+    the asker's own things, :func:`~pipeline.stages.producers.for_the_asker`), else the question."""
     out = []
     for need in chunk.params:
         edge = _bound_by(chunk.producers, need.name, earlier, own=own)
@@ -186,7 +185,7 @@ def step_budget(total: int, n_steps: int) -> int:
 
 
 def _with_producers(cid: str, ops: list[str], chunks: dict[str, Chunk], order: list[str], visiting: set[str],
-                    own: bool = False) -> None:
+                    own: list[str] | None = None) -> None:
     if cid in order or cid in visiting:
         return
     visiting.add(cid)
@@ -200,7 +199,7 @@ def _with_producers(cid: str, ops: list[str], chunks: dict[str, Chunk], order: l
 
 
 def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
-              chunks: dict[str, Chunk] | None = None, own: bool = False) -> DependencyEdge | None:
+              chunks: dict[str, Chunk] | None = None, own: list[str] | None = None) -> DependencyEdge | None:
     """The producer of ``param`` among ``candidates`` (for the asker's own things, those
     :func:`~pipeline.stages.producers.for_the_asker` keeps): one that needs no id itself first
     (when ``chunks`` tells), then the one that comes last (the nearest call before)."""
@@ -241,7 +240,7 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
         plan.steps.append(PlanStep(step=number, chunk_id=cid, method=chunk.method, path=chunk.path,
                                    operation_id=chunk.operation_id,
                                    reason=f"answers: {part}" if part else "answers the question",
-                                   bindings=bindings(chunk, order[: number - 1], speaks_of_own(question)),
+                                   bindings=bindings(chunk, order[: number - 1], owned_by_asker(question)),
                                    context=[*expansion.primary, *expansion.referenced], tokens=expansion.total_tokens))
     _explain(plan)
     plan.total_tokens = sum(s.tokens for s in plan.steps)

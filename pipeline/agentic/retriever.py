@@ -30,7 +30,7 @@ from pipeline.agentic.decompose import Decomposer, Decomposition, offline_decomp
 from pipeline.api_models import AgenticRetrievalRequest, ReasoningEffort, RetrievalResponse, RetrievalStep, RetrievedItem
 from pipeline.context import ContextChunk, KnowledgeContext
 from pipeline.specs.models import decode_params, decode_producers
-from pipeline.stages.names import speaks_of_own
+from pipeline.stages.names import owned_by_asker
 from pipeline.stages.producers import for_the_asker, provides_reason, step_label
 from pipeline.tokens import count_tokens
 
@@ -161,7 +161,7 @@ class _Run:
     async def _best_producer(self, edges: list) -> str | None:
         """The strongest producer that needs no id itself, else the strongest (for the asker's
         own things, among those :func:`~pipeline.stages.producers.for_the_asker` keeps)."""
-        edges = for_the_asker(edges, speaks_of_own(self.request.query))
+        edges = for_the_asker(edges, owned_by_asker(self.request.query))
         chunks = await asyncio.to_thread(self.engine.references.lookup.get_chunks, [e.producer for e in edges[:8]])
         free = [e for e in edges if e.producer in chunks and not any(p.id_like for p in chunks[e.producer].params)]
         pick = max(free or [e for e in edges if e.producer in chunks], key=lambda e: e.score, default=None)

@@ -64,9 +64,19 @@ def names_something(question: str) -> bool:
     return bool(named_spans(question))
 
 
-def speaks_of_own(question: str) -> bool:
-    """The question asks about the asker's own things ("my playlist")."""
-    return bool(_OWN.search(question))
+def owned_by_asker(question: str) -> list[str] | None:
+    """The words first-person possessives govern, up to WINDOW after each within its clause
+    ("add it to my saved tracks" -> saved, tracks); None when the question has none."""
+    found = list(_OWN.finditer(question))
+    if not found:
+        return None
+    words: list[str] = []
+    for match in found:
+        for word in question[match.end():].split()[:WINDOW]:
+            words += [w for w in _lower([word]) if w]
+            if _ends_clause(word):
+                break
+    return words
 
 
 def names_the_caller(path: str) -> bool:

@@ -14,7 +14,8 @@ stored on the chunk at ingest). Each is scored from general signals, no word of 
 - how high the retriever ranks it within the API for the question.
 
 When the question asks for the asker's own things ("my playlists") and the id has a producer
-that names the caller (``GET /me``), only such producers count (:func:`for_the_asker`).
+that names the caller (``GET /me``, ``GET /me/playlists``), only such producers count
+(:func:`for_the_asker`).
 
 The chosen producer is itself checked (chains: ``/search/collection`` -> ``/collection/{id}``
 -> ``/movie/{movie_id}/credits``), up to ``max_chain`` links.
@@ -53,7 +54,7 @@ from pipeline.analysis import query_terms
 from pipeline.nodes import Hit
 from pipeline.specs.ids import parse_operation_id
 from pipeline.specs.models import decode_params, decode_producers
-from pipeline.stages.names import named_spans, names_something, names_the_caller, speaks_of_own
+from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
 
@@ -104,15 +105,21 @@ def provides_reason(param: str, consumer_id: str) -> str:
     return f"provides {param} for {step_label(consumer_id)}"
 
 
-def for_the_asker(offered: list, own: bool) -> list:
-    """The producers to choose from. For the asker's own things (``own``: "my playlists") the
-    calls that name the caller (``GET /me``) when the id has such a producer, first those whose
-    record itself holds it (``id``, not a field of something they list); else all offered.
-    (The graph also offers lists whose items merely carry a user's id; "my" means the caller.)"""
-    if not own:
+def for_the_asker(offered: list, owned: list[str] | None) -> list:
+    """The producers to choose from. For the asker's own things (``owned``: the words a
+    first-person possessive governs, :func:`~pipeline.stages.names.owned_by_asker`), among the
+    calls that name the caller (``GET /me``): the one whose record itself holds the id (``id``:
+    the caller), else the caller's own list of the resource the possessive names ("my
+    playlists": ``GET /me/playlists`` -> ``items[].id``). Else, and without a possessive, all
+    offered: the graph also offers every list whose items carry some user's id, and "my" means
+    the caller, but "the track X to my library" is no track of mine."""
+    if owned is None:
         return list(offered)
-    mine = [e for e in offered if _names_caller(e.producer)]
-    return [e for e in mine if "." not in e.field and "[]" not in e.field] or mine or list(offered)
+    caller = [e for e in offered if _names_caller(e.producer)]
+    record = [e for e in caller if "." not in e.field and "[]" not in e.field]
+    said = set(query_terms(" ".join(owned)))
+    listed = [e for e in caller if e.resource and set(query_terms(e.resource.replace("_", " "))) <= said]
+    return record or listed or list(offered)
 
 
 def _names_caller(chunk_id: str) -> bool:
@@ -183,7 +190,7 @@ class _Placement:
         self.preferred = list(preferred)
         self.rank_api, self._api_ranks = rank_api, {}
         self.names = names_something(question)
-        self.own = speaks_of_own(question)
+        self.own = owned_by_asker(question)
         self.added = 0
 
     def run(self) -> list[NodeWithScore]:

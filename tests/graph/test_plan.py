@@ -150,7 +150,10 @@ def test_a_hit_that_uses_the_ids_the_plans_last_step_finds_comes_last():
 
 
 def test_the_askers_own_things_bind_to_the_call_that_names_the_caller():
-    playlists = chunk("/users/{user_id}/playlists", [USER], [("user_id", "/me"), ("user_id", "/browse/featured")])
+    playlists = chunk("/users/{user_id}/playlists", [USER])
+    playlists.producers = [DependencyEdge(consumer=playlists.id, param="user_id", producer=op(p), field=f, score=s,
+                                          resource="user", source=EdgeSource.TYPE)
+                           for p, f, s in [("/me", "id", 0.5), ("/browse/featured", "items[].owner.id", 0.75)]]
     chunks = {c.id: c for c in (chunk("/me"), chunk("/browse/featured"), playlists)}
     ranking = [op("/me"), op("/browse/featured"), op("/users/{user_id}/playlists")]
     assert plan_operations(ranking, chunks, {}, question="Show me my playlists") == [
@@ -158,5 +161,5 @@ def test_the_askers_own_things_bind_to_the_call_that_names_the_caller():
     assert plan_operations(ranking, chunks, {}, question="Show me the playlists of a featured user") == [
         op("/browse/featured"), op("/users/{user_id}/playlists")]  # the nearest producer above
     earlier = [op("/me"), op("/browse/featured")]
-    assert [b.from_step for b in bindings(playlists, earlier, own=True)] == [1]
+    assert [b.from_step for b in bindings(playlists, earlier, own=["playlists"])] == [1]
     assert [b.from_step for b in bindings(playlists, earlier)] == [2]

@@ -9,7 +9,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pipeline.catalog.models import ApiIndex
 from pipeline.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
 from pipeline.specs.ids import operation_chunk_id
-from pipeline.stages.names import named_spans, names_something, names_the_caller, speaks_of_own
+from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
 from pipeline.stages.producers import ProducerExpander, for_the_asker
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
@@ -25,6 +25,7 @@ MOVIE = ParamNeed(name="movie_id", location="path", required=True, id_like=True,
 TEXT = ParamNeed(name="query", location="query", required=True, text=True)
 COLLECTION = ParamNeed(name="collection_id", location="path", required=True, id_like=True, resources=["collection"])
 USER = ParamNeed(name="user_id", location="path", required=True, id_like=True, resources=["user"])
+PLAYLIST = ParamNeed(name="playlist_id", location="path", required=True, id_like=True, resources=["playlist"])
 
 
 def edge(consumer: str, param: str, producer: str, score: float = 0.75, field: str = "results[].id") -> DependencyEdge:
@@ -55,6 +56,10 @@ SPEC = {  # path -> (params, producers)
     "/users/{user_id}/playlists": ([USER], [edge("/users/{user_id}/playlists", "user_id", p, s, f) for p, s, f in
                                             [("/browse/featured-playlists", 0.75, "playlists.items[].owner.id"),
                                              ("/me/tracks", 0.75, "items[].track.added_by.id"), ("/me", 0.5, "id")]]),
+    "/me/playlists": ([], []),
+    "/playlists/{playlist_id}/tracks": ([PLAYLIST], [edge("/playlists/{playlist_id}/tracks", "playlist_id", p, 0.75, f)
+                                                     for p, f in [("/browse/featured-playlists", "playlists.items[].id"),
+                                                                  ("/me/playlists", "items[].id")]]),
 }
 
 
@@ -273,24 +278,27 @@ def test_a_word_no_ranked_hit_has_brings_the_call_that_has_it_after_the_hit_whos
 
 
 def test_first_person_possessives_and_the_paths_that_name_the_caller():
-    assert speaks_of_own("Show me my playlists") and speaks_of_own("Is this invoice OURS?")
-    assert not speaks_of_own("Show me the playlists of Adele") and not speaks_of_own("flights to Myanmar")
+    assert owned_by_asker("Show me my playlists") == ["playlists"]
+    assert owned_by_asker("Add Hello to my saved tracks, then play it") == ["saved", "tracks"]
+    assert owned_by_asker("Is this invoice OURS?") == []
+    assert owned_by_asker("Show me the playlists of Adele") is None and owned_by_asker("flights to Myanmar") is None
     assert names_the_caller("/me") and names_the_caller("/me/tracks") and names_the_caller("/my/music/follows")
     assert not any(names_the_caller(p) for p in ("/users/{user_id}", "/media/{id}", "/memes", "/mine-sites"))
 
 
-def test_for_the_asker_keeps_the_calls_that_name_the_caller_its_own_record_first():
-    offered = SPEC["/users/{user_id}/playlists"][1]
-    assert for_the_asker(offered, False) == offered
-    assert [e.producer for e in for_the_asker(offered, True)] == [op("/me")]
-    listed = [e for e in offered if e.producer != op("/me")]  # only a list of the caller's things names it
-    assert [e.producer for e in for_the_asker(listed, True)] == [op("/me/tracks")]
-    others = [e for e in offered if e.producer == op("/browse/featured-playlists")]
-    assert for_the_asker(others, True) == others  # no call names the caller: the usual choice
+def test_for_the_asker_takes_the_callers_record_else_its_list_of_what_the_possessive_names():
+    users = SPEC["/users/{user_id}/playlists"][1]
+    assert for_the_asker(users, None) == users
+    assert [e.producer for e in for_the_asker(users, ["library"])] == [op("/me")]  # the caller itself
+    listed = [e for e in users if e.producer != op("/me")]  # the caller's tracks hold some user's id
+    assert for_the_asker(listed, ["playlists"]) == listed
+    playlists = SPEC["/playlists/{playlist_id}/tracks"][1]
+    assert [e.producer for e in for_the_asker(playlists, ["playlist", "road", "trip"])] == [op("/me/playlists")]
+    assert for_the_asker(playlists, ["library"]) == playlists  # "the track X to my library" is no track of mine
 
 
 def test_the_askers_own_things_take_their_id_from_the_call_that_names_the_caller():
-    ranking = ApiRanking("/browse/featured-playlists", "/users/{user_id}/playlists")
+    ranking = ApiRanking("/browse/featured-playlists", "/users/{user_id}/playlists", "/me/playlists")
     mine = run(expander(retriever=ranking), "Show me my playlists", "/users/{user_id}/playlists")
     assert paths_of(mine) == ["/me", "/users/{user_id}/playlists"]
     assert mine[0].node.metadata[ADDED_STEP] == "provides user_id for GET /users/{user_id}/playlists"
@@ -299,3 +307,7 @@ def test_the_askers_own_things_take_their_id_from_the_call_that_names_the_caller
     listed_above = run(expander(retriever=ranking), "Show me my playlists", "/browse/featured-playlists",
                        "/users/{user_id}/playlists")
     assert paths_of(listed_above) == ["/browse/featured-playlists", "/me", "/users/{user_id}/playlists"]
+    own_list = run(expander(retriever=ranking), "What is on my playlist Road Trip?", "/playlists/{playlist_id}/tracks")
+    assert paths_of(own_list) == ["/me/playlists", "/playlists/{playlist_id}/tracks"]
+    featured = run(expander(retriever=ranking), "What is on the playlist Road Trip?", "/playlists/{playlist_id}/tracks")
+    assert paths_of(featured) == ["/browse/featured-playlists", "/playlists/{playlist_id}/tracks"]

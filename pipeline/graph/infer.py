@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Optional
 
 from pipeline.graph.models import OperationDeps, ParamNeed, ProducedField
-from pipeline.graph.naming import id_subject, is_id_name, param_resources, static_segments, type_label, type_words
+from pipeline.graph.naming import (id_subject, is_id_name, param_resources, query_resources, static_segments,
+                                   type_label, type_words)
 
 # (ref, base) -> (target value, its base, the target's name) or None when it cannot be read
 Resolve = Callable[[str, Any], Optional[tuple[Any, Any, str]]]
@@ -83,8 +84,7 @@ def _params(path: str, raw: list[tuple[Any, Any]], resolve: Resolve) -> Iterator
         if location != "path" and not (param.get("required") and location in ("query", "header", "cookie")):
             continue
         id_like = is_id_name(name)
-        resources = param_resources(path, name) if location == "path" else \
-            [t for t in [id_subject(name)] if t and id_like]
+        resources = param_resources(path, name) if location == "path" else query_resources(path, name)
         seen[(name, location)] = ParamNeed(name=name, location=location, required=True, id_like=id_like,
                                            text=not id_like and _free_text(param, resolve, param_base),
                                            resources=[type_label(t) for t in resources])

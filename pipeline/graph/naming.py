@@ -76,6 +76,21 @@ def param_resources(path: str, name: str) -> list[Type]:
     return [t for i, t in enumerate(found) if t and t not in found[:i]]
 
 
+def query_resources(path: str, name: str) -> list[Type]:
+    """Resource types a required id outside the path identifies: from its name minus the id word
+    (``movie_id`` -> movie); a bare ``id`` or ``ids`` names none, so the collection the request
+    addresses does, as a path parameter's container would (``PUT /me/tracks?ids=`` -> track,
+    ``GET /albums?ids=`` -> album), when its last segment is a plural (``/me/following?ids=``
+    names no collection)."""
+    if not is_id_name(name):
+        return []
+    subject = id_subject(name)
+    if subject:
+        return [subject]
+    last = static_segments(path)[-1:]
+    return [type_words(s) for s in last if type_words(s) and type_words(s) != tuple(name_words(s))]
+
+
 def type_match(need: Type, candidate: Type) -> float:
     """How well an object of type ``candidate`` is a ``need``: 1 equal, 0.8 ``need`` ends it
     (production company / company), 0.7 begins it (movie list object / movie), 0.5 inside it."""

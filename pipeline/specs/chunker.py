@@ -31,8 +31,9 @@ from pipeline.specs.yaml_dump import to_yaml
 logger = logging.getLogger(__name__)
 # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids;
 # 6: operation chunks carry params and producers (the dependency graph); 7: base URL, auth, compact text;
-# 8: an operation's search text names the fields it returns
-CHUNKER_VERSION = "8"
+# 8: an operation's search text names the fields it returns; 9: a bare id outside the path (``?ids=``)
+# is of the collection the request addresses
+CHUNKER_VERSION = "9"
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
 MAX_REF_HOPS = 8  # a path item or operation that is a $ref to a $ref ... (multi-file specs)

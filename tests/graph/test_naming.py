@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.graph.naming import id_subject, is_id_name, param_resources, static_segments, type_match, type_words
+from pipeline.graph.naming import (id_subject, is_id_name, param_resources, query_resources, static_segments, type_match,
+                                  type_words)
 
 
 @pytest.mark.parametrize("path,name,expected", [
@@ -18,6 +19,18 @@ from pipeline.graph.naming import id_subject, is_id_name, param_resources, stati
 ])
 def test_param_resources(path, name, expected):
     assert param_resources(path, name) == expected
+
+
+@pytest.mark.parametrize("path,name,expected", [
+    ("/movies", "movie_id", [("movie",)]),  # the name says it
+    ("/me/tracks", "ids", [("track",)]),  # a bare id: the collection the request addresses
+    ("/v1/albums", "id", [("album",)]),
+    ("/me/following", "ids", []),  # no plural: no collection
+    ("/search", "q", []),  # not an id
+    ("/{owner}", "id", []),
+])
+def test_query_resources(path, name, expected):
+    assert query_resources(path, name) == expected
 
 
 def test_names_and_types():

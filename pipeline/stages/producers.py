@@ -118,7 +118,7 @@ def for_the_asker(offered: list, owned: list[str] | None) -> list:
     caller = [e for e in offered if _names_caller(e.producer)]
     record = [e for e in caller if "." not in e.field and "[]" not in e.field]
     said = set(query_terms(" ".join(owned)))
-    listed = [e for e in caller if e.resource and set(query_terms(e.resource.replace("_", " "))) <= said]
+    listed = [e for e in caller if (stems := set(query_terms(e.resource.replace("_", " ")))) and stems <= said]
     return record or listed or list(offered)
 
 

@@ -295,6 +295,7 @@ def test_for_the_asker_takes_the_callers_record_else_its_list_of_what_the_posses
     playlists = SPEC["/playlists/{playlist_id}/tracks"][1]
     assert [e.producer for e in for_the_asker(playlists, ["playlist", "road", "trip"])] == [op("/me/playlists")]
     assert for_the_asker(playlists, ["library"]) == playlists  # "the track X to my library" is no track of mine
+    assert for_the_asker(playlists, []) == playlists  # "is it ours?" names no resource
 
 
 def test_the_askers_own_things_take_their_id_from_the_call_that_names_the_caller():

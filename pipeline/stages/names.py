@@ -4,7 +4,7 @@ A name is a quoted text or a run of capitalised words that does not start a sent
 and all-capitals abbreviations left out). Only the grammar of English names is used, never a
 domain's words: the two words right before a name (articles and "called"/"named"/"titled"
 skipped, never across a comma) may be the resource it is ("the collection Star Wars", "a TV
-show called X"), a possessive says the name is *not* the resource after it ("Cate
+show called X"; "a new playlist called X" names something not made yet), a possessive says the name is *not* the resource after it ("Cate
 Blanchett's latest TV show"), and so does the agent of a passive clause: a name after "by" is
 not the resource the words before "by" name ("movies directed by Sofia Coppola").
 
@@ -18,12 +18,14 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]")
+# double quotes, or single quotes that open and close at word edges (never an apostrophe: "Nolan's")
+_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]|(?<!\w)['‘]([^'‘’]{2,80}?)['’](?!\w)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _POSSESSIVE = re.compile(r"['’]s?$")
 WINDOW = 3  # words after a possessive that may name what the name owns
 TYPE_WORDS = 2  # words right before a name that may name its resource
 _NAMING = {"the", "a", "an", "called", "named", "titled"}  # between a resource word and its name
+NEW = "new"  # among the words before a name: the name of something being made
 _PARTICLES = {"of", "the", "de", "von", "van", "la", "le", "del", "da", "du"}  # inside names: House of Cards
 _OWN = re.compile(r"\b(?:my|mine|our|ours)\b", re.IGNORECASE)  # first-person possessives
 _SELF_SEGMENTS = {"me", "my", "mine"}  # a path's first-person segment: the caller
@@ -37,8 +39,13 @@ class NamedSpan(NamedTuple):
 
 
 def named_spans(question: str) -> list[NamedSpan]:
-    """Quoted names first, then capitalised runs, in question order."""
-    spans = [NamedSpan(m.group(1).strip(), _type_window(question[: m.start()].split()), [],
+    """Quoted names first, then capitalised runs, in question order; never the name given to
+    something new ("a new playlist called 'Road Trip'": nothing has it yet to be looked up)."""
+    return [span for span in _spans(question) if NEW not in span.before]
+
+
+def _spans(question: str) -> list[NamedSpan]:
+    spans = [NamedSpan((m.group(1) or m.group(2)).strip(), _type_window(question[: m.start()].split()), [],
                        _acted_on(question[: m.start()].split())) for m in _QUOTED.finditer(question)]
     for sentence in _SENTENCE.split(_QUOTED.sub(" , ", question)):
         words = sentence.split()

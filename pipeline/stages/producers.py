@@ -262,15 +262,16 @@ class _Placement:
 
     def _named_lookups(self) -> None:
         """Each name in the question, looked up before whatever needs its id: by the resource
-        the words before it name (in the top hit's API, else in the first API stage 1 preferred
-        that has one: another API's list can top the ranking), else by the resource whose
+        the words before it name (in the top hit's API, else in the API stage 1 preferred most
+        among the others: another API's list can top the ranking; never a third API's, whose
+        lookup would answer for another API's thing), else by the resource whose
         consumers the retriever ranks best for the question, never one the grammar says it is
         not (a possessive, a passive agent) and, when it says so, one with a call that yields
         what the name owns or made."""
         top_api = self.out[0].node.node_id.split(":", 1)[0]
         resources = self.cfg.resources(top_api)
         for span in named_spans(self.question):
-            typed = next((found for api in dict.fromkeys([top_api, *self.preferred])
+            typed = next((found for api in [top_api, *[a for a in self.preferred if a != top_api][:1]]
                           if (found := [r for r in self.cfg.resources(api) if _names(r, span.before)])), [])
             owned = [r for r in resources if _names(r, span.owned) or _names(r, span.acted_on)]
             others = [r for r in resources if r not in owned]

@@ -178,6 +178,9 @@ def test_a_typed_name_is_looked_up_in_a_preferred_api_when_another_api_tops_the_
     assert out[1].node.metadata[ADDED_STEP] == "looks up the movie 'Titanic'"
     unpreferred = expander().postprocess_nodes(ranked, query_bundle=SpecQuery(query_str=query.query_str, top_k=10))
     assert paths_of(unpreferred) == ["/lists", "/genre/list"]
+    third = SpecQuery(query_str=query.query_str, prefer_file_ids=["boxoffice", "radio", API], top_k=10)
+    assert paths_of(expander().postprocess_nodes(ranked, query_bundle=third)) == ["/lists", "/genre/list"]  # not in
+    # the API stage 1 put first: a third API's lookup would answer for another API's thing
 
 
 def test_nothing_to_bind_or_no_question_changes_nothing():
@@ -214,6 +217,15 @@ def test_a_name_that_made_or_owns_a_resource_is_of_a_type_with_a_call_that_yield
     assert paths_of(run(step, "the credits of Star Wars", "/genre/list"))[1] == "/search/studio"  # untyped
     assert paths_of(run(step, "the movies grouped by Star Wars", "/genre/list"))[1] == "/search/collection"
     assert paths_of(run(step, "Star Wars's movies", "/genre/list"))[1] == "/search/collection"
+
+
+def test_single_quoted_names_but_no_apostrophes_and_no_name_of_something_new():
+    spans = named_spans("Add Hello to my playlist 'Sad Songs', not to Nolan's list")
+    assert [(s.text, s.before) for s in spans] == [("Sad Songs", ["my", "playlist"]), ("Hello", ["add"]),
+                                                   ("Nolan", ["not", "to"])]
+    assert [s.text for s in named_spans("I don't know what it's for")] == []
+    assert named_spans("Create a new playlist called 'Road Trip' for me") == []  # nothing has that name yet
+    assert [s.text for s in named_spans("Open the playlist called 'Road Trip'")] == ["Road Trip"]
 
 
 def test_what_a_name_after_by_acts_on():

@@ -27,7 +27,7 @@ TYPE_WORDS = 2  # words right before a name that may name its resource
 _NAMING = {"the", "a", "an", "called", "named", "titled"}  # between a resource word and its name
 NEW = "new"  # among the words before a name: the name of something being made
 _PARTICLES = {"of", "the", "de", "von", "van", "la", "le", "del", "da", "du"}  # inside names: House of Cards
-_OWN = re.compile(r"\b(?:my|mine|our|ours)\b", re.IGNORECASE)  # first-person possessives
+_OWN = {"my", "mine", "our", "ours"}  # first-person possessives
 _SELF_SEGMENTS = {"me", "my", "mine"}  # a path's first-person segment: the caller
 
 
@@ -74,16 +74,20 @@ def names_something(question: str) -> bool:
 def owned_by_asker(question: str) -> list[str] | None:
     """The words first-person possessives govern, up to WINDOW after each within its clause
     ("add it to my saved tracks" -> saved, tracks); None when the question has none."""
-    found = list(_OWN.finditer(question))
-    if not found:
+    words = question.split()
+    lowered = _lower(words)
+    owners = [i for i, word in enumerate(lowered) if word in _OWN]
+    if not owners:
         return None
-    words: list[str] = []
-    for match in found:
-        for word in question[match.end():].split()[:WINDOW]:
-            words += [w for w in _lower([word]) if w]
+    governed: list[str] = []
+    for i in owners:
+        if _ends_clause(words[i]):
+            continue
+        for word, low in zip(words[i + 1: i + 1 + WINDOW], lowered[i + 1: i + 1 + WINDOW]):
+            governed += [low] if low else []
             if _ends_clause(word):
                 break
-    return words
+    return governed
 
 
 def names_the_caller(path: str) -> bool:

@@ -292,7 +292,8 @@ def test_a_word_no_ranked_hit_has_brings_the_call_that_has_it_after_the_hit_whos
 def test_first_person_possessives_and_the_paths_that_name_the_caller():
     assert owned_by_asker("Show me my playlists") == ["playlists"]
     assert owned_by_asker("Add Hello to my saved tracks, then play it") == ["saved", "tracks"]
-    assert owned_by_asker("Is this invoice OURS?") == []
+    assert owned_by_asker("Is this invoice OURS?") == [] and owned_by_asker("my, my: what is this") == []
+    assert owned_by_asker("my my my") == ["my", "my", "my"]  # each governs the words after it
     assert owned_by_asker("Show me the playlists of Adele") is None and owned_by_asker("flights to Myanmar") is None
     assert names_the_caller("/me") and names_the_caller("/me/tracks") and names_the_caller("/my/music/follows")
     assert not any(names_the_caller(p) for p in ("/users/{user_id}", "/media/{id}", "/memes", "/mine-sites"))

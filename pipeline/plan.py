@@ -234,13 +234,14 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
     expander = engine.references.model_copy(update={
         "token_limit": per_step, "max_total_chunks": max(3, engine.settings.max_total_chunks // max(1, len(order)))})
     plan = Plan(question=ctx.query, token_budget=budget, stats=stats)
+    own = owned_by_asker(question)
     for number, (cid, part) in enumerate(calls, 1):
         chunk = chunks[cid]
         expansion = expander.expand([NodeWithScore(node=chunk_to_node(chunk), score=None)])
         plan.steps.append(PlanStep(step=number, chunk_id=cid, method=chunk.method, path=chunk.path,
                                    operation_id=chunk.operation_id,
                                    reason=f"answers: {part}" if part else "answers the question",
-                                   bindings=bindings(chunk, order[: number - 1], owned_by_asker(question)),
+                                   bindings=bindings(chunk, order[: number - 1], own),
                                    context=[*expansion.primary, *expansion.referenced], tokens=expansion.total_tokens))
     _explain(plan)
     plan.total_tokens = sum(s.tokens for s in plan.steps)

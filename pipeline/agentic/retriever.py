@@ -69,6 +69,7 @@ class _Run:
         self.truncated = False
         apis = request.filters.get("api") or request.filters.get("apis")
         self.apis = [apis] if isinstance(apis, str) else list(apis) if apis else None
+        self.owned = owned_by_asker(request.query)  # the asker's own things decide some producers
 
     async def execute(self) -> RetrievalResponse:
         queries = [self.request.query]
@@ -161,7 +162,7 @@ class _Run:
     async def _best_producer(self, edges: list) -> str | None:
         """The strongest producer that needs no id itself, else the strongest (for the asker's
         own things, among those :func:`~pipeline.stages.producers.for_the_asker` keeps)."""
-        edges = for_the_asker(edges, owned_by_asker(self.request.query))
+        edges = for_the_asker(edges, self.owned)
         chunks = await asyncio.to_thread(self.engine.references.lookup.get_chunks, [e.producer for e in edges[:8]])
         free = [e for e in edges if e.producer in chunks and not any(p.id_like for p in chunks[e.producer].params)]
         pick = max(free or [e for e in edges if e.producer in chunks], key=lambda e: e.score, default=None)

@@ -87,8 +87,7 @@ def query_resources(path: str, name: str) -> list[Type]:
     subject = id_subject(name)
     if subject:
         return [subject]
-    last = static_segments(path)[-1:]
-    return [type_words(s) for s in last if type_words(s) and type_words(s) != tuple(name_words(s))]
+    return [t for s in static_segments(path)[-1:] if (t := type_words(s)) and t != tuple(name_words(s))]
 
 
 def type_match(need: Type, candidate: Type) -> float:

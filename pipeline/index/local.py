@@ -217,15 +217,13 @@ class LocalIndex:
     def _block_product(self, kinds: tuple[str, ...], query: bytes) -> dict[str, np.ndarray | Estimate]:
         """One query's whole-block cosines (cached in ``_recent_products``: stage 1's evidence and
         stage 3's fleet search score the same blocks with the same embedding)."""
-        products = self._batcher(kinds)(np.frombuffer(query, dtype=np.float32))
-        # copied: a batched product's row is a view that would keep the whole batch alive
-        # (an Estimate's arrays are its query's own, made read-only where they are made)
-        products = {kind: product if isinstance(product, Estimate) else np.array(product)
-                    for kind, product in products.items()}
-        for product in products.values():
-            if not isinstance(product, Estimate):
+        out: dict[str, np.ndarray | Estimate] = {}
+        for kind, product in self._batcher(kinds)(np.frombuffer(query, dtype=np.float32)).items():
+            if not isinstance(product, Estimate):  # an Estimate's arrays are its own, read-only already
+                product = np.array(product)  # a batched row is a view that would keep the batch alive
                 product.flags.writeable = False
-        return products
+            out[kind] = product
+        return out
 
     def _batcher(self, kinds: tuple[str, ...]) -> BatchCoalescer:
         batcher = self.batchers.get(kinds)

@@ -98,14 +98,13 @@ def names_the_caller(path: str) -> bool:
 def _type_window(before: list[str]) -> list[str]:
     """The words that may say what a name is: the last TYPE_WORDS before it, naming words skipped."""
     words: list[str] = []
-    for word in reversed(before):
-        if _ends_clause(word):
+    for word in reversed(before):  # stops at TYPE_WORDS: a question of many names stays linear
+        if _ends_clause(word) or len(words) == TYPE_WORDS:
             break
-        words.insert(0, word)
-    words = _lower(words)
-    while words and words[-1] in _NAMING:
-        words.pop()
-    return words[-TYPE_WORDS:]
+        low = _lower([word])[0]
+        if words or low not in _NAMING:
+            words.insert(0, low)
+    return words
 
 
 def _acted_on(before: list[str]) -> list[str]:

@@ -9,6 +9,9 @@ Three signals, fused by weighted reciprocal rank:
   in "AbuseIPDB";
 - endpoint evidence (optional): the APIs in the order of their best hit among the fleet-wide
   endpoint search's top ``evidence_depth``, which sees single endpoints a long API document dilutes.
+  Its BM25 side reads the question without the names in it (:func:`~pipeline.stages.names.without_names`:
+  "the network that produced Game of Thrones" must not vote for a games API by spelling); its
+  vector side reads the whole question (MiniLM hears a film in "Titanic").
 The top ``max_apis`` are kept, fewer when the fused score drops off. The weights and the fusion
 constant are settings, chosen leave-one-set-out on the labeled sets (README, "Evals"): evidence
 carries most of the signal, the catalog vector helps, catalog BM25 measured no help (weight 0,
@@ -28,6 +31,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from pipeline.catalog.models import ApiIndex, Catalog
 from pipeline.fusion import weighted_rrf
 from pipeline.lexical import Bm25Ranker
+from pipeline.stages.names import without_names
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ApiSelection
 from pipeline.stages.timing import elapsed_ms
@@ -102,8 +106,8 @@ class KeywordApiSelector:
         votes per API, or dividing them by API size, measured no better on the labeled sets.)"""
         if self.evidence is None:
             return []
-        hits = self.evidence.retrieve(SpecQuery(query_str=query, types=["endpoint"], top_k=self.evidence_depth,
-                                                hydrate=False))
+        hits = self.evidence.retrieve(SpecQuery(query_str=without_names(query), custom_embedding_strs=[query],
+                                                types=["endpoint"], top_k=self.evidence_depth, hydrate=False))
         apis = (str(hit.node.metadata.get("source_file", "")) for hit in hits)
         return [api for api in dict.fromkeys(apis) if api]
 

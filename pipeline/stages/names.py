@@ -66,6 +66,17 @@ def _spans(question: str) -> list[NamedSpan]:
     return spans
 
 
+def without_names(question: str) -> str:
+    """The question with its names blanked: what it asks for, not the values it names ("the
+    network that produced Game of Thrones" asks for no game). The question itself when nothing
+    else is left."""
+    names = sorted({span.text for span in _spans(question) if span.text}, key=len, reverse=True)
+    rest = _QUOTED.sub(" ", question)
+    if names:  # one pass, longest first: "Star Wars" before "Star"
+        rest = re.sub(rf"(?<!\w)(?:{'|'.join(map(re.escape, names))})(?!\w)", " ", rest)
+    return rest if rest.strip(" ,;:?!.'\"") else question
+
+
 def names_something(question: str) -> bool:
     """The question names a thing whose id must be looked up."""
     return bool(named_spans(question))

@@ -74,6 +74,17 @@ def test_endpoint_evidence_can_outvote_the_catalog(catalog, indexes):
     assert asked.top_k == 50 and asked.hydrate is False
 
 
+def test_endpoint_evidence_matches_what_is_asked_by_words_and_the_whole_question_by_meaning(catalog, indexes):
+    """A name's words are a value, not a topic: "Game of Thrones" must not vote for a games API
+    by spelling, while the embedding still hears the whole question."""
+    evidence = FixedRetriever(hits(("petstore_v2:a", "petstore_v2")))
+    question = "give me the homepage of the network that produced Game of Thrones"
+    KeywordApiSelector(catalog, indexes, evidence=evidence).shortlist(question, 2)
+    asked = evidence.queries[0]
+    assert "Game" not in asked.query_str and "homepage of the network" in asked.query_str
+    assert asked.question == question and asked.embedding_strs == [question]
+
+
 def test_keyword_stages_say_they_ran_offline(catalog, indexes):
     selection = KeywordApiSelector(catalog, indexes).select("list pets")
     expansion = KeywordQueryExpander(indexes.get).expand("list pets", ["petstore_v2"])

@@ -9,7 +9,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pipeline.catalog.models import ApiIndex
 from pipeline.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
 from pipeline.specs.ids import operation_chunk_id
-from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
+from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker, without_names
 from pipeline.stages.producers import ProducerExpander, for_the_asker
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ADDED_STEP
@@ -253,6 +253,17 @@ def test_names_something():
     assert names_something("give me the number of movies directed by Sofia Coppola")
     assert not names_something("Who directed the top-1 rated movie? I need the API")
     assert not names_something("What is top rated?")
+
+
+def test_without_names_keeps_what_is_asked_and_blanks_the_values_named():
+    assert without_names("give me the homepage of the network that produced Game of Thrones").split() == [
+        "give", "me", "the", "homepage", "of", "the", "network", "that", "produced"]
+    # quoted names go too, the name of something new included: a value, not what is asked for
+    assert without_names('Rename it to "Updated Sales Data" in the new dashboard "Star Map"').split() == [
+        "Rename", "it", "to", "in", "the", "new", "dashboard"]
+    assert without_names('Show the endgame of "Game"').split() == ["Show", "the", "endgame", "of"]  # whole words only
+    assert without_names("Who directed the top-1 rated movie?") == "Who directed the top-1 rated movie?"
+    assert without_names('"Titanic"') == '"Titanic"'  # nothing else left: the question as it is
 
 
 def test_a_top_list_that_leaves_words_unanswered_is_followed_by_the_call_that_uses_its_id():

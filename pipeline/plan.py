@@ -207,7 +207,8 @@ def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
         needs = chunks is not None and edge.producer in chunks and any(p.id_like for p in chunks[edge.producer].params)
         return (not needs, candidates.index(edge.producer))
 
-    offered = for_the_asker([e for e in edges if e.param == param and e.producer in candidates], own)
+    edges_of = (lambda cid: chunks[cid].producers if cid in chunks else []) if chunks is not None else None
+    offered = for_the_asker([e for e in edges if e.param == param and e.producer in candidates], own, edges_of)
     return max(offered, key=key) if offered else None
 
 

@@ -14,7 +14,8 @@ stored on the chunk at ingest). Each is scored from general signals, no word of 
 - how high the retriever ranks it within the API for the question.
 
 When the question asks for the asker's own things ("my playlists") and the id has a producer
-that names the caller (``GET /me``, ``GET /me/playlists``), only such producers count
+that names the caller (``GET /me``, ``GET /me/playlists``), only such producers count; without
+one, a list of the resource keyed by the id ``GET /me`` gives (``GET /users/{user_id}/playlists``)
 (:func:`for_the_asker`).
 
 The chosen producer is itself checked (chains: ``/search/collection`` -> ``/collection/{id}``
@@ -105,21 +106,43 @@ def provides_reason(param: str, consumer_id: str) -> str:
     return f"provides {param} for {step_label(consumer_id)}"
 
 
-def for_the_asker(offered: list, owned: list[str] | None) -> list:
+def for_the_asker(offered: list, owned: list[str] | None,
+                  edges_of: Callable[[str], list] | None = None) -> list:
     """The producers to choose from. For the asker's own things (``owned``: the words a
     first-person possessive governs, :func:`~pipeline.stages.names.owned_by_asker`), among the
     calls that name the caller (``GET /me``): the one whose record itself holds the id (``id``:
     the caller), else the caller's own list of the resource the possessive names ("my
-    playlists": ``GET /me/playlists`` -> ``items[].id``). Else, and without a possessive, all
-    offered: the graph also offers every list whose items carry some user's id, and "my" means
-    the caller, but "the track X to my library" is no track of mine."""
+    playlists": ``GET /me/playlists`` -> ``items[].id``). Without such a list, a list of that
+    resource that takes the caller's id (``edges_of``: a producer's own producer edges), two
+    calls away ("my playlist X": ``GET /me`` -> ``id`` -> ``GET /users/{user_id}/playlists`` ->
+    ``items[].id``); a call that makes one is no playlist of mine yet. Else, and without a
+    possessive, all offered: the graph also offers every list whose items carry some user's id,
+    and "my" means the caller, but "the track X to my library" is no track of mine."""
     if owned is None:
         return list(offered)
-    caller = [e for e in offered if _names_caller(e.producer)]
-    record = [e for e in caller if "." not in e.field and "[]" not in e.field]
     said = set(query_terms(" ".join(owned)))
-    listed = [e for e in caller if (stems := set(query_terms(e.resource.replace("_", " ")))) and stems <= said]
-    return record or listed or list(offered)
+    caller = [e for e in offered if _names_caller(e.producer)]
+    record = [e for e in caller if _top_level(e.field)]
+    listed = [e for e in caller if _of_resource_said(e, said)]
+    if record or listed or edges_of is None:
+        return record or listed or list(offered)
+    keyed = [e for e in offered if "[]" in e.field and _reads(e.producer) and _of_resource_said(e, said)
+             and any(_names_caller(x.producer) and _top_level(x.field) for x in edges_of(e.producer))]
+    return keyed or list(offered)
+
+
+def _top_level(field: str) -> bool:
+    return "." not in field and "[]" not in field
+
+
+def _of_resource_said(edge, said: set[str]) -> bool:
+    stems = set(query_terms(edge.resource.replace("_", " ")))
+    return bool(stems) and stems <= said
+
+
+def _reads(chunk_id: str) -> bool:
+    op = parse_operation_id(chunk_id)
+    return op is not None and op[2].upper() == "GET"
 
 
 def _names_caller(chunk_id: str) -> bool:
@@ -358,13 +381,19 @@ class _Placement:
                 continue
             ids = self._ids()
             above = set(ids[: ids.index(consumer_id)])
-            offered = for_the_asker([e for e in edges if e.param == need.name], self.own)
+            offered = for_the_asker([e for e in edges if e.param == need.name], self.own, self._edges_of)
             if not offered or any(e.producer in above for e in offered):
                 continue  # nothing to offer, or already bound by a call ranked before it
             choice = self._choose(offered)
             if choice is not None:
                 self._place(choice, consumer_id, provides_reason(need.name, consumer_id))
                 self._bind(choice.node.node_id, chain - 1)
+
+    def _edges_of(self, chunk_id: str) -> list:
+        """A producer's own producer edges (read only for the asker's own things)."""
+        present = next((n for n in self.out if n.node.node_id == chunk_id), None)
+        hit = present or self.cfg.fetch([chunk_id]).get(chunk_id)
+        return _edges(hit) if hit is not None else []
 
     def _choose(self, offered) -> NodeWithScore | None:
         present = {n.node.node_id: n for n in self.out}

@@ -154,3 +154,14 @@ def test_a_producer_for_the_askers_own_things_is_the_call_that_names_the_caller(
 
     assert best("Add a song to my playlist") == op("/me")
     assert best("Add a song to the playlist of a featured user") == op("/browse/list0")
+
+    # no caller's own list of playlists: the user's playlists, whose user id GET /me gives, two calls away
+    users_lists = "/users/{user_id}/playlists"
+    chunks[op(users_lists)] = Chunk(id=op(users_lists), file_id="music", type=ChunkType.ENDPOINT, text=users_lists,
+                                    embed_text="", search_text="", kind="operation", method="GET", path=users_lists,
+                                    producers=[edges[-1]])  # GET /me -> id -> {user_id}
+    edges = [DependencyEdge(consumer=op("/playlists/{playlist_id}"), param="playlist_id", producer=op(p), field=f,
+                            score=0.75, resource="playlist", source=EdgeSource.TYPE)
+             for p, f in [("/browse/list0", "playlists.items[].id"), (users_lists, "items[].id")]]
+    assert best("What is on my playlist Rock?") == op(users_lists)
+    assert best("What is on the playlist Rock?") == op("/browse/list0")  # needs no id

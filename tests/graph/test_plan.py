@@ -163,3 +163,26 @@ def test_the_askers_own_things_bind_to_the_call_that_names_the_caller():
     earlier = [op("/me"), op("/browse/featured")]
     assert [b.from_step for b in bindings(playlists, earlier, own=["playlists"])] == [1]
     assert [b.from_step for b in bindings(playlists, earlier)] == [2]
+
+
+def test_the_askers_own_thing_binds_to_a_list_keyed_by_the_callers_id_two_calls_away():
+    """No ``GET /me/playlists``: "my playlist" is in the user's playlists, whose user id ``GET /me`` gives."""
+    def edges(consumer: Chunk, *sources: tuple[str, str, str, float]) -> list[DependencyEdge]:
+        return [DependencyEdge(consumer=consumer.id, param=param, producer=op(p), field=f, score=s,
+                               resource=param.removesuffix("_id"), source=EdgeSource.TYPE) for param, p, f, s in sources]
+
+    playlist = ParamNeed(name="playlist_id", location="path", required=True, id_like=True, resources=["playlist"])
+    listed = chunk("/users/{user_id}/playlists", [USER])
+    listed.producers = edges(listed, ("user_id", "/me", "id", 0.5))
+    tracks = chunk("/users/{user_id}/playlists/{playlist_id}/tracks", [USER, playlist])
+    tracks.producers = edges(tracks, ("user_id", "/me", "id", 0.5),
+                             ("playlist_id", "/browse/featured", "playlists.items[].id", 0.75),
+                             ("playlist_id", "/users/{user_id}/playlists", "items[].id", 0.75))
+    chunks = {c.id: c for c in (chunk("/me"), chunk("/browse/featured"), listed, tracks)}
+    ranking = [op("/me"), op("/users/{user_id}/playlists"), op("/browse/featured"), tracks.id]
+    reasons = {op("/me"): f"provides user_id for GET {tracks.path}",  # as producer expansion places them
+               op("/users/{user_id}/playlists"): f"provides playlist_id for GET {tracks.path}"}
+    assert plan_operations(ranking, chunks, reasons, question="What songs are in my first playlist?") == [
+        op("/me"), op("/users/{user_id}/playlists"), tracks.id]
+    assert plan_operations(ranking, chunks, reasons, question="What songs are in the first featured playlist?") == [
+        op("/me"), op("/browse/featured"), tracks.id]  # a list that needs no id, the user id from GET /me

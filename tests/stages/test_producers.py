@@ -57,6 +57,13 @@ SPEC = {  # path -> (params, producers)
                                             [("/browse/featured-playlists", 0.75, "playlists.items[].owner.id"),
                                              ("/me/tracks", 0.75, "items[].track.added_by.id"), ("/me", 0.5, "id")]]),
     "/me/playlists": ([], []),
+    # no caller's own list here: the caller's playlists are the user's, by the user id GET /me gives
+    "/users/{user_id}/playlists/{playlist_id}/tracks": (
+        [USER, PLAYLIST],
+        [edge("/users/{user_id}/playlists/{playlist_id}/tracks", param, p, s, f) for param, p, s, f in
+         [("user_id", "/browse/featured-playlists", 0.75, "playlists.items[].owner.id"), ("user_id", "/me", 0.5, "id"),
+          ("playlist_id", "/browse/featured-playlists", 0.75, "playlists.items[].id"),
+          ("playlist_id", "/users/{user_id}/playlists", 0.75, "items[].id")]]),
     "/playlists/{playlist_id}/tracks": ([PLAYLIST], [edge("/playlists/{playlist_id}/tracks", "playlist_id", p, 0.75, f)
                                                      for p, f in [("/browse/featured-playlists", "playlists.items[].id"),
                                                                   ("/me/playlists", "items[].id")]]),
@@ -322,6 +329,30 @@ def test_for_the_asker_takes_the_callers_record_else_its_list_of_what_the_posses
     assert for_the_asker(playlists, []) == playlists  # "is it ours?" names no resource
 
 
+def producer_edges(chunk_id: str) -> list[DependencyEdge]:
+    return next((edges for path, (_, edges) in SPEC.items() if op(path) == chunk_id), [])
+
+
+def test_without_the_callers_own_list_the_askers_things_come_from_a_list_keyed_by_the_callers_id():
+    tracks = SPEC["/users/{user_id}/playlists/{playlist_id}/tracks"][1]
+    playlists = [e for e in tracks if e.param == "playlist_id"]
+    create = DependencyEdge(consumer=tracks[0].consumer, param="playlist_id", field="id", score=1.0,
+                            producer=operation_chunk_id(API, "/users/{user_id}/playlists", "post"),
+                            resource="playlist", source=EdgeSource.TYPE)
+
+    def edges_of(chunk_id: str) -> list[DependencyEdge]:  # the call that makes one takes the caller's id too
+        return producer_edges(op("/users/{user_id}/playlists") if chunk_id == create.producer else chunk_id)
+
+    def no_caller(chunk_id: str) -> list[DependencyEdge]:
+        return [e for e in producer_edges(chunk_id) if e.producer != op("/me")]
+
+    mine = for_the_asker([create, *playlists], ["playlist", "favorites"], edges_of)
+    assert [e.producer for e in mine] == [op("/users/{user_id}/playlists")]  # a list, read: no playlist made
+    assert for_the_asker(playlists, ["playlist"]) == playlists  # nothing tells who the list is keyed by
+    assert for_the_asker(playlists, ["library"], edges_of) == playlists  # the possessive names no playlist
+    assert for_the_asker(playlists, ["playlist"], no_caller) == playlists
+
+
 def test_the_askers_own_things_take_their_id_from_the_call_that_names_the_caller():
     ranking = ApiRanking("/browse/featured-playlists", "/users/{user_id}/playlists", "/me/playlists")
     mine = run(expander(retriever=ranking), "Show me my playlists", "/users/{user_id}/playlists")
@@ -336,3 +367,9 @@ def test_the_askers_own_things_take_their_id_from_the_call_that_names_the_caller
     assert paths_of(own_list) == ["/me/playlists", "/playlists/{playlist_id}/tracks"]
     featured = run(expander(retriever=ranking), "What is on the playlist Road Trip?", "/playlists/{playlist_id}/tracks")
     assert paths_of(featured) == ["/browse/featured-playlists", "/playlists/{playlist_id}/tracks"]
+    nested = "/users/{user_id}/playlists/{playlist_id}/tracks"
+    two_hops = run(expander(retriever=ranking), "What songs are on my playlist Rock?", nested)
+    assert paths_of(two_hops) == ["/me", "/users/{user_id}/playlists", nested]
+    assert two_hops[1].node.metadata[ADDED_STEP] == f"provides playlist_id for GET {nested}"
+    theirs = run(expander(retriever=ranking), "What songs are on the playlist Rock?", nested)
+    assert paths_of(theirs) == ["/browse/featured-playlists", nested]

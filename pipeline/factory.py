@@ -11,6 +11,7 @@ from pipeline.index.embeddings import embed_model_id
 from pipeline.settings import Settings
 from pipeline.stages.api_select import KeywordApiSelector
 from pipeline.stages.hybrid_retriever import HybridRetriever
+from pipeline.stages.method_prior import MethodPrior
 from pipeline.stages.producers import ProducerExpander
 from pipeline.stages.query_expand import KeywordQueryExpander
 from pipeline.stages.ref_expand import ReferenceExpander
@@ -56,8 +57,9 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
         synthesizer = Synthesizer(llm, prompts, settings)
         decomposer = Decomposer(llm, prompts, settings, cache)
-    steps = ([ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
-             if settings.producer_steps else [])
+    steps = ([MethodPrior(weight=settings.method_weight)] if settings.method_weight else []) + \
+        ([ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
+         if settings.producer_steps else [])
     known = frozenset(store.complete_api_ids() & catalog.ids())
     graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalog_dir, api), known)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,

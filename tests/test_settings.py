@@ -40,6 +40,7 @@ def clean_environment(monkeypatch, tmp_path):
     ("RETRIEVAL_TIMEOUT_MS", "0", "RETRIEVAL_TIMEOUT_MS='0': expected an integer >= 1"),
     ("RETRIEVAL_RRF_K", "-60", "RETRIEVAL_RRF_K='-60': expected an integer >= 1"),
     ("RETRIEVAL_BM25_WEIGHT", "-0.4", "RETRIEVAL_BM25_WEIGHT='-0.4': expected a number >= 0"),
+    ("RETRIEVAL_METHOD_WEIGHT", "nan", "RETRIEVAL_METHOD_WEIGHT='nan': expected a number >= 0 and <= 100"),
     ("SELECTION_MAX_APIS", "0", "SELECTION_MAX_APIS='0': expected an integer >= 1 and <= 20"),
     ("SPECRAG_LLM_MAX_ATTEMPTS", "0", "SPECRAG_LLM_MAX_ATTEMPTS='0': expected an integer >= 1 and <= 10"),
     ("SPECRAG_LLM_DEADLINE_S", "inf", "SPECRAG_LLM_DEADLINE_S='inf': expected a number > 0 and <= 3600"),

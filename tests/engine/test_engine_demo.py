@@ -104,3 +104,15 @@ def test_context_round_trips_as_json(demo_engine):
     assert again == ctx
     first = again.primary_chunks[0]
     assert {"api", "type", "method", "path", "name"} <= set(first.metadata)
+
+
+def test_the_method_prior_runs_before_producer_expansion_and_a_zero_weight_drops_it(demo_index):
+    from pipeline.factory import build_engine
+    from pipeline.stages.method_prior import MethodPrior
+    from pipeline.stages.producers import ProducerExpander
+
+    local, store = demo_index
+    steps = build_engine(local, store).steps
+    assert [type(s) for s in steps] == [MethodPrior, ProducerExpander] and steps[0].weight == local.method_weight
+    assert [type(s) for s in build_engine(local.model_copy(update={"method_weight": 0.0}), store).steps] == [
+        ProducerExpander]

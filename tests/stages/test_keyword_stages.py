@@ -12,7 +12,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from pipeline.catalog.io import load_api_index, load_catalog
 from pipeline.fusion import fused_order, weighted_rrf
 from pipeline.stages.api_select import KeywordApiSelector
-from pipeline.stages.intent import Intent, classify
+from pipeline.stages.intent import Intent, classify, expected_methods
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.query_expand import KeywordQueryExpander
 from pipeline.stages.results import StageMode
@@ -183,3 +183,20 @@ def test_expansion_is_the_same_under_every_hash_seed():
     outputs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root,
                               env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(4)}
     assert len(outputs) == 1 and outputs.pop().endswith("True\n")
+
+
+@pytest.mark.parametrize("question,methods", [
+    ("Create a new playlist called 'Road Trip' for me", {"POST", "PUT"}),
+    ("How do I create a user?", {"POST", "PUT"}),  # a verb that changes something decides
+    ("What errors can creating a user return?", {"POST", "PUT"}),  # in any of its forms
+    ("Which songs were removed from my saved tracks?", None),  # -ed forms tell a state
+    ("List the posts and changes in my settings", None),  # plural nouns, not verbs
+    ("Please rename my playlist 'Old Mix' to 'New Mix'", {"PUT", "PATCH", "POST"}),
+    ("Remove the song Hello from my playlist", {"DELETE"}),
+    ("Who directed the top-1 rated movie?", None),  # asking or reading says nothing: APIs answer with POST too
+    ('Show the dashboard "Delete Old Posts"', None),  # a quoted value asks for nothing
+    ("Show the report Create Once", None),  # nor a name
+    ("", None),
+])
+def test_the_http_methods_a_questions_verb_asks_for(question, methods):
+    assert expected_methods(question) == (frozenset(methods) if methods is not None else None)

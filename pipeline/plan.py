@@ -30,7 +30,7 @@ from pipeline.agentic.split import split_question
 from pipeline.analysis import index_tokens, query_terms
 from pipeline.context import ContextChunk, RetrievalStats
 from pipeline.graph.models import DependencyEdge
-from pipeline.specs.ids import parse_operation_id
+from pipeline.specs.ids import operation_method
 from pipeline.specs.models import Chunk
 from pipeline.stages.names import owned_by_asker
 from pipeline.stages.producers import FOLLOW_UP, for_the_asker, provides_reason, step_label
@@ -81,7 +81,7 @@ def planned_calls(ranking: list[str], chunks: dict[str, Chunk], reasons: dict[st
                   primary: int = 5, question: str = "") -> list[tuple[str, str]]:
     """(operation chunk id, the sub-question it answers; "" for the whole question or a
     producer), in call order."""
-    ops = [cid for cid in ranking if cid in chunks and _is_operation(cid)]
+    ops = [cid for cid in ranking if cid in chunks and operation_method(cid)]
     if not ops:
         return []
     target = _target(ops, chunks, reasons, primary)
@@ -210,13 +210,6 @@ def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
     edges_of = (lambda cid: chunks[cid].producers if cid in chunks else []) if chunks is not None else None
     offered = for_the_asker([e for e in edges if e.param == param and e.producer in candidates], own, edges_of)
     return max(offered, key=key) if offered else None
-
-
-def _is_operation(chunk_id: str) -> bool:
-    try:
-        return parse_operation_id(chunk_id) is not None
-    except ValueError:
-        return False
 
 
 def build_plan(engine, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> Plan:

@@ -111,6 +111,15 @@ def parse_operation_id(chunk_id: str) -> tuple[str, str, str] | None:
     return _parse_method_id(chunk_id, "paths")
 
 
+def operation_method(chunk_id: str) -> str | None:
+    """The METHOD of an operation or its errors chunk; None for anything else, a malformed id included."""
+    try:
+        op = parse_operation_id(chunk_id)
+    except ValueError:
+        return None
+    return op[2] if op else None
+
+
 def parse_webhook_id(chunk_id: str) -> tuple[str, str, str] | None:
     """-> (file_id, webhook name, METHOD) for a webhook operation or its errors chunk, else None."""
     return _parse_method_id(chunk_id, "webhooks")

@@ -20,7 +20,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from pipeline.fusion import weighted_rrf
-from pipeline.specs.ids import parse_operation_id
+from pipeline.specs.ids import operation_method
 from pipeline.stages.intent import expected_methods
 
 RRF_K = 10  # stage 1's fusion constant (SELECTION_RRF_K's default)
@@ -44,16 +44,9 @@ class MethodPrior(BaseNodePostprocessor):
         if not wanted:
             return nodes
         ids = [n.node.node_id for n in nodes]
-        matching = [cid if _method(cid) in wanted else None for cid in ids]  # None keeps a rank
+        matching = [cid if operation_method(cid) in wanted else None for cid in ids]  # None keeps a rank
         if not any(matching):
             return nodes
         by_id = {n.node.node_id: n for n in nodes}
         return [by_id[cid] for cid, _ in weighted_rrf([(ids, 1.0), (matching, self.weight)], self.rrf_k)]
 
-
-def _method(chunk_id: str) -> str | None:
-    try:
-        op = parse_operation_id(chunk_id)
-    except ValueError:
-        return None
-    return op[2].upper() if op else None

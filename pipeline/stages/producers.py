@@ -53,7 +53,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from pipeline.analysis import query_terms
 from pipeline.nodes import Hit
-from pipeline.specs.ids import parse_operation_id
+from pipeline.specs.ids import operation_method, parse_operation_id
 from pipeline.specs.models import decode_params, decode_producers
 from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
 from pipeline.stages.query import SpecQuery
@@ -126,7 +126,7 @@ def for_the_asker(offered: list, owned: list[str] | None,
     listed = [e for e in caller if _of_resource_said(e, said)]
     if record or listed or edges_of is None:
         return record or listed or list(offered)
-    keyed = [e for e in offered if "[]" in e.field and _reads(e.producer) and _of_resource_said(e, said)
+    keyed = [e for e in offered if "[]" in e.field and operation_method(e.producer) == "GET" and _of_resource_said(e, said)
              and any(_names_caller(x.producer) and _top_level(x.field) for x in edges_of(e.producer))]
     return keyed or list(offered)
 
@@ -138,11 +138,6 @@ def _top_level(field: str) -> bool:
 def _of_resource_said(edge, said: set[str]) -> bool:
     stems = set(query_terms(edge.resource.replace("_", " ")))
     return bool(stems) and stems <= said
-
-
-def _reads(chunk_id: str) -> bool:
-    op = parse_operation_id(chunk_id)
-    return op is not None and op[2].upper() == "GET"
 
 
 def _names_caller(chunk_id: str) -> bool:

@@ -60,6 +60,13 @@ def test_parse_operation_id_endpoint_errors_and_parts():
     assert ids.parse_operation_id(part) == expected
 
 
+def test_operation_method_of_operations_and_their_errors_else_none():
+    op = ids.operation_chunk_id("tmdb", "/movie/{movie_id}", "delete")
+    assert ids.operation_method(op) == ids.operation_method(ids.errors_chunk_id(op)) == "DELETE"
+    assert ids.operation_method("tmdb:components/schemas/Movie") is None
+    assert ids.operation_method("no colon at all") is None  # malformed: no error, no method
+
+
 def test_parse_operation_id_with_colon_in_path():
     """Google style custom methods put ``:`` inside the path; only the first ``:`` splits."""
     op = ids.operation_chunk_id("pubsub", "/v1/{name}:cancel", "post")

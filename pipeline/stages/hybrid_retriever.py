@@ -25,6 +25,7 @@ from pipeline.api_models import SearchMode
 from pipeline.fusion import DEFAULT_K, fused_order, weighted_rrf
 from pipeline.nodes import Hit, RankedRows, as_node_with_score
 from pipeline.settings import Settings
+from pipeline.stages.names import without_names
 from pipeline.stages.query import SpecQuery
 
 
@@ -126,7 +127,9 @@ class HybridRetriever(BaseRetriever):
         preferred = self._preferred(query, depth)
         if not self.fleet_weight:
             return preferred
-        fleet = self._hybrid(query, query.question, None, depth)  # the user's words alone, like a plain search
+        # the user's words alone, like a plain search, read as stage 1's evidence reads them (names
+        # blanked for BM25, the whole question for the vector): that search's ranking serves again
+        fleet = self._hybrid(query, without_names(query.question), None, depth)
         return fuse_hits([(preferred, 1.0), (without_apis(fleet, set(query.prefer_file_ids)), self.fleet_weight)], k=0)
 
     def _preferred(self, query: SpecQuery, depth: int) -> Sequence[Hit]:

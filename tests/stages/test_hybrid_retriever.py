@@ -121,3 +121,16 @@ def test_an_unsure_api_order_lets_the_api_with_the_stronger_hits_lead():
     assert ranking(0.02) == ["big:1", "small:1", "big:2", "big:3", "small:2"]  # fused with the one-scope ranking
     assert HybridRetriever(index, top_k=5, fleet_weight=0.0, order_margin=0.0).retrieve(
         SpecQuery("q", prefer_file_ids=["small", "big"], prefer_lead=0.0, hydrate=False))[0].node.node_id == "small:1"
+
+
+def test_the_fleet_side_of_a_soft_search_reads_the_question_as_stage_1s_evidence_does():
+    """Names blanked for BM25, the whole question for the vector: the evidence search's ranking
+    serves again, and "Game of Thrones" votes for no games API here either."""
+    index = ListIndex(["a:1", "b:1"], ["b:1", "a:2"])
+    question = "give me the homepage of the network that produced Game of Thrones"
+    HybridRetriever(index, top_k=2).retrieve(SpecQuery(query_str=question + " expanded", custom_embedding_strs=[question],
+                                                       prefer_file_ids=["a"]))
+    searched = [call[:3] for call in index.calls if call[0] != "hydrate"]
+    assert searched == [("vector", question, ["a"]), ("lexical", question + " expanded", ["a"]),
+                        ("vector", question, None),
+                        ("lexical", "give me the homepage of the network that produced  ", None)]

@@ -97,7 +97,7 @@ class Settings(BaseSettings):
                                  description="place the operations that produce a hit's id parameters before it")
     method_weight: float = Field(0.5, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_METHOD_WEIGHT"),
                                  description="stage 3: weight of the operations whose HTTP method the question's verb "
-                                             "asks for, fused with the ranking (1.0); 0 = off")
+                                             "that changes something asks for, fused with the ranking (1.0); 0 = off")
     log_retrieval_stats: bool = Field(False, validation_alias=_env("LOG_RETRIEVAL_STATS"))
     rrf_k: int = Field(60, ge=1, le=10_000, validation_alias=_env("RETRIEVAL_RRF_K"))
     vector_weight: float = Field(0.6, ge=0, le=100, allow_inf_nan=False, validation_alias=_env("RETRIEVAL_VECTOR_WEIGHT"))

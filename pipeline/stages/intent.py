@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+
 from pipeline.stages.names import without_names
 
 

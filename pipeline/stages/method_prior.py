@@ -49,4 +49,3 @@ class MethodPrior(BaseNodePostprocessor):
             return nodes
         by_id = {n.node.node_id: n for n in nodes}
         return [by_id[cid] for cid, _ in weighted_rrf([(ids, 1.0), (matching, self.weight)], self.rrf_k)]
-

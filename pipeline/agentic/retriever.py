@@ -162,10 +162,13 @@ class _Run:
     async def _best_producer(self, edges: list) -> str | None:
         """The strongest producer that needs no id itself, else the strongest (for the asker's
         own things, among those :func:`~pipeline.stages.producers.for_the_asker` keeps)."""
+        get_chunks = self.engine.references.lookup.get_chunks
         if self.owned is not None:  # the asker's own things: a producer's own producers may tell
-            known = await asyncio.to_thread(self.engine.references.lookup.get_chunks, [e.producer for e in edges])
+            known = await asyncio.to_thread(get_chunks, [e.producer for e in edges])
             edges = for_the_asker(edges, self.owned, lambda cid: known[cid].producers if cid in known else [])
-        chunks = await asyncio.to_thread(self.engine.references.lookup.get_chunks, [e.producer for e in edges[:8]])
+            chunks = {e.producer: known[e.producer] for e in edges[:8] if e.producer in known}
+        else:
+            chunks = await asyncio.to_thread(get_chunks, [e.producer for e in edges[:8]])
         free = [e for e in edges if e.producer in chunks and not any(p.id_like for p in chunks[e.producer].params)]
         pick = max(free or [e for e in edges if e.producer in chunks], key=lambda e: e.score, default=None)
         return pick.producer if pick is not None else None

@@ -4,9 +4,10 @@ A name is a quoted text or a run of capitalised words that does not start a sent
 and all-capitals abbreviations left out). Only the grammar of English names is used, never a
 domain's words: the two words right before a name (articles and "called"/"named"/"titled"
 skipped, never across a comma) may be the resource it is ("the collection Star Wars", "a TV
-show called X"; "a new playlist called X" names something not made yet), a possessive says the name is *not* the resource after it ("Cate
-Blanchett's latest TV show"), and so does the agent of a passive clause: a name after "by" is
-not the resource the words before "by" name ("movies directed by Sofia Coppola").
+show called X"; "a new playlist called X" names something not made yet), a possessive says the
+name is *not* the resource after it ("Cate Blanchett's latest TV show"), and so does the agent
+of a passive clause: a name after "by" is not the resource the words before "by" name ("movies
+directed by Sofia Coppola").
 
 The asker's own things ("my playlists", "our invoices") are named by a first-person possessive;
 an API names the caller the same way, with a first-person path segment (``GET /me``,
@@ -16,6 +17,7 @@ an API names the caller the same way, with a first-person path segment (``GET /m
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 # double quotes, or single quotes that open and close at word edges (never an apostrophe: "Nolan's")
@@ -44,7 +46,10 @@ def named_spans(question: str) -> list[NamedSpan]:
     return [span for span in _spans(question) if NEW not in span.before]
 
 
-def _spans(question: str) -> list[NamedSpan]:
+@lru_cache(maxsize=256)
+def _spans(question: str) -> tuple[NamedSpan, ...]:
+    """Read once per question (stage 1, stage 3's fleet side, the method prior and producer
+    expansion all ask: ~30 us each); the spans are shared, so callers only read them."""
     spans = [NamedSpan((m.group(1) or m.group(2)).strip(), _type_window(question[: m.start()].split()), [],
                        _acted_on(question[: m.start()].split())) for m in _QUOTED.finditer(question)]
     for sentence in _SENTENCE.split(_QUOTED.sub(" , ", question)):
@@ -63,7 +68,7 @@ def _spans(question: str) -> list[NamedSpan]:
             owned = _lower(words[i: i + WINDOW]) if _POSSESSIVE.search(_clean(words[i - 1])) else []
             spans.append(NamedSpan(_POSSESSIVE.sub("", text), _type_window(words[:start]), owned,
                                    _acted_on(words[:start])))
-    return spans
+    return tuple(spans)
 
 
 def without_names(question: str) -> str:

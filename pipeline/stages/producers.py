@@ -126,7 +126,8 @@ def for_the_asker(offered: list, owned: list[str] | None,
     listed = [e for e in caller if _of_resource_said(e, said)]
     if record or listed or edges_of is None:
         return record or listed or list(offered)
-    keyed = [e for e in offered if "[]" in e.field and operation_method(e.producer) == "GET" and _of_resource_said(e, said)
+    keyed = [e for e in offered if "[]" in e.field and operation_method(e.producer) == "GET"
+             and _of_resource_said(e, said)
              and any(_names_caller(x.producer) and _top_level(x.field) for x in edges_of(e.producer))]
     return keyed or list(offered)
 
@@ -386,16 +387,19 @@ class _Placement:
 
     def _edges_of(self, chunk_id: str) -> list:
         """A producer's own producer edges (read only for the asker's own things)."""
-        present = next((n for n in self.out if n.node.node_id == chunk_id), None)
-        hit = present or self.cfg.fetch([chunk_id]).get(chunk_id)
+        hit = self._hits([chunk_id]).get(chunk_id)
         return _edges(hit) if hit is not None else []
 
-    def _choose(self, offered) -> NodeWithScore | None:
+    def _hits(self, ids: list[str]) -> dict[str, NodeWithScore]:
+        """The full hits of ``ids``: from the ranking when there, the rest fetched at once."""
         present = {n.node.node_id: n for n in self.out}
-        fetched = self.cfg.fetch([e.producer for e in offered if e.producer not in present])
+        return {**self.cfg.fetch([i for i in ids if i not in present]), **{i: present[i] for i in ids if i in present}}
+
+    def _choose(self, offered) -> NodeWithScore | None:
+        hits = self._hits([e.producer for e in offered])
         scored = []
         for order, edge in enumerate(offered):
-            hit = present.get(edge.producer) or fetched.get(edge.producer)
+            hit = hits.get(edge.producer)
             if hit is not None:
                 scored.append((-self._score(edge, hit), order, hit))
         return min(scored, key=lambda s: s[:2])[2] if scored else None

@@ -135,7 +135,10 @@ def _intents(parts: list[str], candidates: list[str], chunks: dict[str, Chunk], 
     share = Counter(word for words in terms.values() for word in words)
 
     def match(part: str, cid: str) -> float:
-        return sum(math.log(1 + len(terms) / share[w]) for w in set(query_terms(part)) if w in terms[cid])
+        # rounded: equal weights summed in another order must tie (and fall to the better rank)
+        # rather than differ in the last bit, as they did with the hash seed's order of a set
+        return round(sum(math.log(1 + len(terms) / share[w]) for w in sorted(set(query_terms(part)))
+                         if w in terms[cid]), 9)
 
     placed: dict[str, int] = {}
     for i, part in enumerate(parts):

@@ -74,3 +74,17 @@ def demo_engine(demo_index):
 
     local, store = demo_index
     return build_engine(local, store)
+
+
+@pytest.fixture
+def under_hash_seeds():
+    """Runs a Python script in fresh processes, one per PYTHONHASHSEED, from the project root, and
+    returns the set of their outputs: one output means the result does not follow set order."""
+    import os
+    import subprocess
+    import sys
+
+    def run(script: str, seeds=range(4)) -> set[str]:
+        return {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT,
+                               env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in seeds}
+    return run

@@ -166,22 +166,16 @@ def test_selection_says_how_far_its_first_api_leads(catalog, indexes):
     assert KeywordApiSelector(catalog, indexes, max_apis=1).select("list pets").lead is None  # nothing to lead
 
 
-def test_expansion_is_the_same_under_every_hash_seed():
+def test_expansion_is_the_same_under_every_hash_seed(under_hash_seeds):
     """Names that score the same must tie the same way in every process: their weights are summed
     in one order (set order follows PYTHONHASHSEED, and a last-bit difference broke ties)."""
-    import os
-    import subprocess
-    import sys
-
     script = ("from pathlib import Path; from pipeline.catalog.io import load_api_index;"
               "from pipeline.stages.query_expand import KeywordQueryExpander as K;"
               f"c = Path({str(CATALOGS)!r});"
               "e = K(lambda f: load_api_index(c, f));"
               "print(e.expand('update the user and the order of a pet', ['users_api', 'petstore_v2']).added_terms);"
               "print(all(list(w) == sorted(w) for _, w, _ in e._vocabulary('petstore_v2').names))")
-    root = Path(__file__).resolve().parents[2]
-    outputs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root,
-                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(4)}
+    outputs = under_hash_seeds(script)
     assert len(outputs) == 1 and outputs.pop().endswith("True\n")
 
 

@@ -9,8 +9,8 @@ name is *not* the resource after it ("Cate Blanchett's latest TV show"), and so 
 of a passive clause: a name after "by" is not the resource the words before "by" name ("movies
 directed by Sofia Coppola").
 
-The asker's own things ("my playlists", "our invoices") are named by a first-person possessive;
-an API names the caller the same way, with a first-person path segment (``GET /me``,
+The asker's own things ("my playlists", "our invoices") are named by a first-person possessive,
+or by the asker as beneficiary ("a playlist for me"); an API names the caller the same way, with a first-person path segment (``GET /me``,
 ``/me/tracks``, ``/my/follows``).
 """
 
@@ -30,6 +30,7 @@ _NAMING = {"the", "a", "an", "called", "named", "titled"}  # between a resource 
 NEW = "new"  # among the words before a name: the name of something being made
 _PARTICLES = {"of", "the", "de", "von", "van", "la", "le", "del", "da", "du"}  # inside names: House of Cards
 _OWN = {"my", "mine", "our", "ours"}  # first-person possessives
+_BENEFICIARY = {"me", "us"}  # "for me": what is made or done is the asker's
 _SELF_SEGMENTS = {"me", "my", "mine"}  # a path's first-person segment: the caller
 
 
@@ -89,12 +90,14 @@ def names_something(question: str) -> bool:
 
 def owned_by_asker(question: str) -> list[str] | None:
     """The words first-person possessives govern, up to WINDOW after each within its clause
-    ("add it to my saved tracks" -> saved, tracks); None when the question has none."""
+    ("add it to my saved tracks" -> saved, tracks); [] when the asker is only the beneficiary
+    ("create a playlist for me": what is made is the asker's, the caller's id is the user's);
+    None when the question has neither."""
     words = question.split()
     lowered = _lower(words)
     owners = [i for i, word in enumerate(lowered) if word in _OWN]
     if not owners:
-        return None
+        return [] if any(low in _BENEFICIARY and lowered[i - 1] == "for" for i, low in enumerate(lowered) if i) else None
     governed: list[str] = []
     for i in owners:
         if _ends_clause(words[i]):

@@ -313,6 +313,10 @@ def test_first_person_possessives_and_the_paths_that_name_the_caller():
     assert owned_by_asker("Is this invoice OURS?") == [] and owned_by_asker("my, my: what is this") == []
     assert owned_by_asker("my my my") == ["my", "my", "my"]  # each governs the words after it
     assert owned_by_asker("Show me the playlists of Adele") is None and owned_by_asker("flights to Myanmar") is None
+    # the asker as beneficiary: what is made or done is theirs, though no possessive names a resource
+    assert owned_by_asker("Create a new playlist called 'Road Trip' for me") == []
+    assert owned_by_asker("Book it for us, please") == [] and owned_by_asker("Wait for me: I'm coming") == []
+    assert owned_by_asker("Tell me about it") is None and owned_by_asker("a menu for meetings") is None
     assert names_the_caller("/me") and names_the_caller("/me/tracks") and names_the_caller("/my/music/follows")
     assert not any(names_the_caller(p) for p in ("/users/{user_id}", "/media/{id}", "/memes", "/mine-sites"))
 
@@ -360,6 +364,8 @@ def test_the_askers_own_things_take_their_id_from_the_call_that_names_the_caller
     assert mine[0].node.metadata[ADDED_STEP] == "provides user_id for GET /users/{user_id}/playlists"
     theirs = run(expander(retriever=ranking), "Show me the playlists of a featured user", "/users/{user_id}/playlists")
     assert paths_of(theirs) == ["/browse/featured-playlists", "/users/{user_id}/playlists"]
+    made_for_me = run(expander(retriever=ranking), "Make a playlist for me", "/users/{user_id}/playlists")
+    assert paths_of(made_for_me) == ["/me", "/users/{user_id}/playlists"]  # the beneficiary is the caller
     listed_above = run(expander(retriever=ranking), "Show me my playlists", "/browse/featured-playlists",
                        "/users/{user_id}/playlists")
     assert paths_of(listed_above) == ["/browse/featured-playlists", "/me", "/users/{user_id}/playlists"]

@@ -10,8 +10,8 @@ of a passive clause: a name after "by" is not the resource the words before "by"
 directed by Sofia Coppola").
 
 The asker's own things ("my playlists", "our invoices") are named by a first-person possessive,
-or by the asker as beneficiary ("a playlist for me"); an API names the caller the same way, with a first-person path segment (``GET /me``,
-``/me/tracks``, ``/my/follows``).
+or by the asker as beneficiary ("a playlist for me"); an API names the caller with a first-person
+path segment (``GET /me``, ``/me/tracks``, ``/my/follows``).
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ def owned_by_asker(question: str) -> list[str] | None:
     lowered = _lower(words)
     owners = [i for i, word in enumerate(lowered) if word in _OWN]
     if not owners:
-        return [] if any(low in _BENEFICIARY and lowered[i - 1] == "for" for i, low in enumerate(lowered) if i) else None
+        for_me = any(low in _BENEFICIARY and lowered[i - 1] == "for" for i, low in enumerate(lowered) if i)
+        return [] if for_me else None
     governed: list[str] = []
     for i in owners:
         if _ends_clause(words[i]):

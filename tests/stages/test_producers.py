@@ -315,7 +315,7 @@ def test_first_person_possessives_and_the_paths_that_name_the_caller():
     assert owned_by_asker("Show me the playlists of Adele") is None and owned_by_asker("flights to Myanmar") is None
     # the asker as beneficiary: what is made or done is theirs, though no possessive names a resource
     assert owned_by_asker("Create a new playlist called 'Road Trip' for me") == []
-    assert owned_by_asker("Book it for us, please") == [] and owned_by_asker("Wait for me: I'm coming") == []
+    assert owned_by_asker("Book a table for us, please") == [] and owned_by_asker("Is there a seat for me?") == []
     assert owned_by_asker("Tell me about it") is None and owned_by_asker("a menu for meetings") is None
     assert names_the_caller("/me") and names_the_caller("/me/tracks") and names_the_caller("/my/music/follows")
     assert not any(names_the_caller(p) for p in ("/users/{user_id}", "/media/{id}", "/memes", "/mine-sites"))

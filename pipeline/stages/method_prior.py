@@ -22,6 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pipeline.fusion import weighted_rrf
 from pipeline.specs.ids import operation_method
 from pipeline.stages.intent import expected_methods
+from pipeline.stages.query import question_of
 
 RRF_K = 10  # stage 1's fusion constant (SELECTION_RRF_K's default)
 
@@ -40,7 +41,7 @@ class MethodPrior(BaseNodePostprocessor):
                            query_bundle: Optional[QueryBundle] = None) -> list[NodeWithScore]:
         if query_bundle is None or not nodes or not self.weight:
             return nodes
-        wanted = expected_methods((query_bundle.embedding_strs or [query_bundle.query_str])[0])
+        wanted = expected_methods(question_of(query_bundle))
         if not wanted:
             return nodes
         ids = [n.node.node_id for n in nodes]

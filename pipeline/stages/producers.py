@@ -56,7 +56,7 @@ from pipeline.nodes import Hit
 from pipeline.specs.ids import operation_method, parse_operation_id
 from pipeline.specs.models import decode_params, decode_producers
 from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
-from pipeline.stages.query import SpecQuery
+from pipeline.stages.query import SpecQuery, question_of
 from pipeline.stages.results import ADDED_STEP
 
 API_RANKING_DEPTH = 30
@@ -109,7 +109,8 @@ def provides_reason(param: str, consumer_id: str) -> str:
 def for_the_asker(offered: list, owned: list[str] | None,
                   edges_of: Callable[[str], list] | None = None) -> list:
     """The producers to choose from. For the asker's own things (``owned``: the words a
-    first-person possessive governs, :func:`~pipeline.stages.names.owned_by_asker`), among the
+    first-person possessive governs, [] for the asker as beneficiary, which names no resource:
+    :func:`~pipeline.stages.names.owned_by_asker`), among the
     calls that name the caller (``GET /me``): the one whose record itself holds the id (``id``:
     the caller), else the caller's own list of the resource the possessive names ("my
     playlists": ``GET /me/playlists`` -> ``items[].id``). Without such a list, a list of that
@@ -173,7 +174,7 @@ class ProducerExpander(BaseNodePostprocessor):
                            query_bundle: Optional[QueryBundle] = None) -> list[NodeWithScore]:
         if query_bundle is None or not nodes:
             return nodes
-        question = (query_bundle.embedding_strs or [query_bundle.query_str])[0]
+        question = question_of(query_bundle)
         depth = (query_bundle.top_k if isinstance(query_bundle, SpecQuery) else None) or len(nodes)
         rank_api = (lambda api: self._api_ranking(query_bundle, question, api)) if self.retriever is not None else None
         preferred = (query_bundle.prefer_file_ids or query_bundle.file_ids or []) if isinstance(query_bundle, SpecQuery) else []

@@ -15,6 +15,12 @@ from llama_index.core.schema import QueryBundle
 from pipeline.api_models import SearchMode
 
 
+def question_of(query: QueryBundle) -> str:
+    """The user's own words in any bundle: its embedding text (the question before stage 2
+    expanded it), else its query string."""
+    return (query.embedding_strs or [query.query_str])[0]
+
+
 @dataclass
 class SpecQuery(QueryBundle):
     """``query_str`` feeds BM25 (the expanded query); ``custom_embedding_strs`` the vector side."""
@@ -31,7 +37,7 @@ class SpecQuery(QueryBundle):
     @property
     def question(self) -> str:
         """The user's own words: the vector side's text, and the whole-index side of a soft search."""
-        return (self.embedding_strs or [self.query_str])[0]
+        return question_of(self)
 
     def narrowed(self, **changes) -> "SpecQuery":
         """A copy with other filters (the original is never changed)."""

@@ -31,6 +31,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from pipeline.catalog.models import ApiIndex, Catalog
 from pipeline.fusion import weighted_rrf
 from pipeline.lexical import Bm25Ranker
+from pipeline.stages.hybrid_retriever import ranking
 from pipeline.stages.names import without_names
 from pipeline.stages.query import SpecQuery
 from pipeline.stages.results import ApiSelection
@@ -106,7 +107,7 @@ class KeywordApiSelector:
         votes per API, or dividing them by API size, measured no better on the labeled sets.)"""
         if self.evidence is None:
             return []
-        hits = self.evidence.retrieve(SpecQuery(query_str=without_names(query), custom_embedding_strs=[query],
+        hits = ranking(self.evidence, SpecQuery(query_str=without_names(query), custom_embedding_strs=[query],
                                                 types=["endpoint"], top_k=self.evidence_depth, hydrate=False))
         apis = (str(hit.node.metadata.get("source_file", "")) for hit in hits)
         return [api for api in dict.fromkeys(apis) if api]

@@ -55,6 +55,7 @@ from pipeline.analysis import query_terms
 from pipeline.nodes import Hit
 from pipeline.specs.ids import operation_method, parse_operation_id
 from pipeline.specs.models import decode_params, decode_producers
+from pipeline.stages.hybrid_retriever import ranking
 from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
 from pipeline.stages.query import SpecQuery, question_of
 from pipeline.stages.results import ADDED_STEP
@@ -183,7 +184,7 @@ class ProducerExpander(BaseNodePostprocessor):
     def _api_ranking(self, query: QueryBundle, question: str, api: str) -> list[str]:
         narrowed = SpecQuery(query_str=query.query_str, custom_embedding_strs=[question], file_ids=[api],
                              types=["endpoint"], top_k=API_RANKING_DEPTH, hydrate=False)
-        return [n.node.node_id for n in self.retriever.retrieve(narrowed)]
+        return [hit.node.node_id for hit in ranking(self.retriever, narrowed)]
 
     def resources(self, api: str) -> tuple:
         """The API's resource types that have a free-text lookup, kept per API (a question's names

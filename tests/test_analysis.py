@@ -41,3 +41,9 @@ def test_query_time_splits_and_drops_question_filler():
 def test_documents_analysed_as_questions_share_the_question_vocabulary():
     vocab = set(question_tokens(["Please list the topRated movies"]).vocab)
     assert vocab == set(query_terms("list topRated movies")) == {"list", "top", "rate", "movi"}
+
+
+def test_query_terms_are_cached_but_each_caller_gets_its_own_list():
+    first = query_terms("List the movies of an actor")
+    first.append("changed")
+    assert query_terms("List the movies of an actor") == ["list", "movi", "actor"] != first

@@ -91,8 +91,13 @@ def text_node(node_id: str, text: str, metadata: dict[str, Any]) -> TextNode:
                     excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=list(metadata))
 
 
+def node_parts(chunk: Chunk) -> tuple[str, str, dict[str, Any]]:
+    """What a chunk's node is made of: id, text, stored metadata (kept per row by the index)."""
+    return chunk.id, chunk.text, chunk.metadata()
+
+
 def chunk_to_node(chunk: Chunk) -> TextNode:
-    return text_node(chunk.id, chunk.text, chunk.metadata())
+    return text_node(*node_parts(chunk))
 
 
 def node_to_chunk(node: BaseNode) -> Chunk:

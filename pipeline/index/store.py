@@ -226,6 +226,12 @@ class ChunkStore:
             return {}
         return self.local.get_chunks([cid for cid in dict.fromkeys(ids) if _file_id(cid) in self._served])
 
+    def stored_metadata(self, chunk_id: str) -> dict | None:
+        """A served chunk's stored metadata, read-only (``LocalIndex.stored_metadata``); None if absent."""
+        if self.local is None or _file_id(chunk_id) not in self._served:
+            return None
+        return self.local.stored_metadata(chunk_id)
+
     def endpoint_centroids(self, file_ids: list[str]) -> np.ndarray | None:
         """Each API's mean endpoint vector (zeros for an API not served), or None in lexical mode."""
         if self.search_mode != HYBRID or self.local is None:

@@ -69,7 +69,9 @@ LEVEL_FETCH_FACTOR = 4  # per level, fetch at most this many times max_total_chu
 class ChunkLookup(Protocol):
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         """Chunks by id, in one batch; ids that do not exist are absent from the result.
-        A lookup with a true ``in_memory`` attribute promises a call that never waits on a server."""
+        A lookup with a true ``in_memory`` attribute promises a call that never waits on a server;
+        one with ``stored_metadata(chunk_id)`` hands over a fetched chunk's metadata as stored
+        (``Chunk.metadata()``, read-only), so a reference is not encoded again."""
         ...
 
 
@@ -243,7 +245,9 @@ class ReferenceExpander(BaseNodePostprocessor):
 
     def _reference(self, cand: _Candidate, chunk: Chunk) -> ContextChunk:
         compact = self.compact_references and bool(chunk.compact_text)
-        metadata = {k: v for k, v in chunk.metadata().items() if k != "compact_text"}
+        stored = getattr(self.lookup, "stored_metadata", None)
+        metadata = (stored(cand.id) if stored is not None else None) or chunk.metadata()
+        metadata = {k: v for k, v in metadata.items() if k != "compact_text"}
         return ContextChunk(id=cand.id, text=chunk.compact_text if compact else chunk.text, metadata=metadata,
                             n_tokens=self._tokens(chunk), depth=cand.depth, referenced_from=cand.referenced_from,
                             compact=compact)

@@ -85,6 +85,25 @@ def test_get_chunks_and_api_ids(store):
     assert store.complete_api_ids() == {"users", "pets", "weather"}
 
 
+def test_references_read_the_stored_metadata_the_index_keeps(store):
+    """A reference's metadata comes from the index's per-row copy (not encoded again), shared and
+    the same as the chunk's; the expansion over the store equals one over a plain lookup."""
+    from pipeline.stages.ref_expand import ReferenceExpander
+
+    class PlainLookup:
+        def get_chunks(self, ids):
+            return store.get_chunks(ids)
+
+    ids = store.api_chunk_ids("users")
+    chunks = store.get_chunks(ids)
+    assert all(store.stored_metadata(i) == chunks[i].metadata() for i in ids)
+    assert store.stored_metadata(ids[0]) is store.stored_metadata(ids[0])
+    assert store.stored_metadata("users:nowhere") is None and store.stored_metadata("nosuchapi:x") is None
+    primaries = store.vector_search("create a user", ["users"], ["endpoint"], 2)
+    fast, plain = (ReferenceExpander(lookup=lookup).expand(primaries) for lookup in (store, PlainLookup()))
+    assert fast.referenced and fast.model_dump(exclude={"ms"}) == plain.model_dump(exclude={"ms"})
+
+
 def test_reopen_from_disk(store, settings, embed_model):
     store.close()
     again = ChunkStore.open(settings, embed_model=embed_model)

@@ -30,7 +30,7 @@ from pipeline.errors import SpecragError
 from pipeline.nodes import context_node
 from pipeline.render import render_markdown
 from pipeline.settings import Settings
-from pipeline.stages.events import StageEndEvent, dispatcher
+from pipeline.stages.events import StageEndEvent, dispatcher, emit
 from pipeline.stages.protocols import ApiSelector, QueryExpander
 from pipeline.stages.ref_expand import ExpandedNodes, ReferenceExpander
 from pipeline.stages.results import (ApiSelection, QueryExpansion, ReferenceExpansion, SearchResult, StageMode,
@@ -166,7 +166,7 @@ class ApiQueryEngine(CustomQueryEngine):
 
     @staticmethod
     def _done(result: Any, stage: str = "") -> Any:
-        dispatcher.event(StageEndEvent(stage=stage or getattr(result, "stage", ""), result=result))
+        emit(lambda: StageEndEvent(stage=stage or getattr(result, "stage", ""), result=result))
         return result
 
     def check_apis(self, apis: list[str]) -> None:

@@ -54,7 +54,7 @@ from pipeline.nodes import context_chunk, context_node
 from pipeline.settings import Settings
 from pipeline.specs.ids import base_chunk_id
 from pipeline.specs.models import Chunk, decode_ref_ids
-from pipeline.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, dispatcher
+from pipeline.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, emit
 from pipeline.stages.results import ContextChunk, ReferenceExpansion
 from pipeline.stages.timing import elapsed_ms
 from pipeline.tokens import count_tokens
@@ -257,14 +257,14 @@ class ReferenceExpander(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         """The primaries as given (duplicates dropped), then every admitted reference. The list
         returned is an :class:`ExpandedNodes`: its ``expansion`` is the typed result of this call."""
-        dispatcher.event(ReferenceExpansionStartEvent(query=query_bundle, nodes=nodes))
+        emit(lambda: ReferenceExpansionStartEvent(query=query_bundle, nodes=nodes))
         expansion = self.expand(nodes)
         by_id: dict[str, NodeWithScore] = {}
         for nws in nodes:
             by_id.setdefault(nws.node.node_id, nws)
         kept = [by_id[c.id] for c in expansion.primary]
         out = ExpandedNodes([*kept, *(context_node(c) for c in expansion.referenced)], expansion)
-        dispatcher.event(ReferenceExpansionEndEvent(nodes=list(out), expansion=expansion))
+        emit(lambda: ReferenceExpansionEndEvent(nodes=list(out), expansion=expansion))
         return out
 
     def _reference_slots(self, n_primary: int) -> int:

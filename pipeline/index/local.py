@@ -23,7 +23,7 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Set as AbstractSet
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -117,7 +117,7 @@ class LocalIndex:
 
     # ---- search --------------------------------------------------------------------------
 
-    def spans(self, file_ids: set[str], types: list[str] | None) -> list[tuple[int, int]]:
+    def spans(self, file_ids: AbstractSet[str], types: list[str] | None) -> list[tuple[int, int]]:
         """Row spans of ``file_ids`` x ``types``; one span per type when every API is wanted."""
         kinds = [k for k in TYPE_ORDER if types is None or k in types]
         if len(file_ids) == len(self._apis) and file_ids.issuperset(self._apis):
@@ -142,7 +142,7 @@ class LocalIndex:
         wanted = [METHOD_CODES[m.upper()] for m in methods if m and m.upper() in METHOD_CODES]
         return np.isin(self.methods, wanted)
 
-    def search(self, query: str, file_ids: set[str], types: list[str] | None, k: int,
+    def search(self, query: str, file_ids: AbstractSet[str], types: list[str] | None, k: int,
                hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
         """BM25 over ``search_text`` (``methods``: operations of those HTTP methods only); no zero-score hits."""
         spans = sorted(self.spans(file_ids, types))  # rows ascending: ties at the cut fall as before
@@ -164,7 +164,7 @@ class LocalIndex:
     def _term_ids_of(self, query: str) -> tuple[int, ...]:
         return tuple(self.postings.term_ids(query_terms(query)))
 
-    def vector_search(self, query: np.ndarray, file_ids: set[str], types: list[str] | None, k: int,
+    def vector_search(self, query: np.ndarray, file_ids: AbstractSet[str], types: list[str] | None, k: int,
                       hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
         """Exact cosine search of the query's :func:`unit_vector`; scores as ChromaVectorStore gives
         them (:func:`vector_score`)."""

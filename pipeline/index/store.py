@@ -253,8 +253,9 @@ class ChunkStore:
             self._client, self._collection, self._vectors = None, None, None
             _return_freed_memory()
 
-    def _allowed(self, file_ids: list[str] | None) -> set[str]:
-        return set(self._served) if file_ids is None else self._served.intersection(file_ids)
+    def _allowed(self, file_ids: list[str] | None) -> frozenset[str]:
+        """The served APIs among ``file_ids`` (None: all of them, the set itself: no copy per search)."""
+        return self._served if file_ids is None else self._served.intersection(file_ids)
 
     # ---- Chroma (the builder's side, and the bench's plain VectorStoreIndex) ---------------
 

@@ -39,6 +39,37 @@ def make_demo_settings():
 
 
 @pytest.fixture
+def record_events():
+    """``with record_events() as recorder:`` the events LlamaIndex's root dispatcher sends inside
+    the block land in ``recorder.events`` (a real event handler, registered for the block only)."""
+    from contextlib import contextmanager
+
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    class Recorder(BaseEventHandler):
+        events: list = []
+
+        @classmethod
+        def class_name(cls) -> str:
+            return "Recorder"
+
+        def handle(self, event, **kwargs) -> None:
+            self.events.append(event)
+
+    @contextmanager
+    def recording():
+        root, handler = get_dispatcher(), Recorder(events=[])
+        root.add_event_handler(handler)
+        try:
+            yield handler
+        finally:
+            root.event_handlers.remove(handler)
+
+    return recording
+
+
+@pytest.fixture
 def anyio_backend():
     """Async tests (``@pytest.mark.anyio``) run on asyncio, the loop servers use."""
     return "asyncio"

@@ -8,8 +8,6 @@ import threading
 import time
 
 import pytest
-from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 
 from pipeline.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, StageEndEvent
@@ -19,24 +17,10 @@ QUERIES = ["How do I create a user?", "List all pets available in the store", "W
            "Add a new pet with a category and tags", "find pets by status", "delete a user account"]
 
 
-class Recorder(BaseEventHandler):
-    events: list = []
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "Recorder"
-
-    def handle(self, event, **kwargs) -> None:
-        self.events.append(event)
-
-
 @pytest.fixture
-def recorder():
-    root = get_dispatcher()
-    handler = Recorder(events=[])
-    root.add_event_handler(handler)
-    yield handler
-    root.event_handlers.remove(handler)
+def recorder(record_events):
+    with record_events() as handler:
+        yield handler
 
 
 def test_instrumentation_sees_retrieval_and_postprocessing_of_one_query(demo_engine, recorder):

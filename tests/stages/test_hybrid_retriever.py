@@ -136,33 +136,20 @@ def test_the_fleet_side_of_a_soft_search_reads_the_question_as_stage_1s_evidence
                         ("lexical", "give me the homepage of the network that produced  ", None)]
 
 
-def test_rank_orders_as_retrieve_does_without_nodes_or_retrieval_events():
+def test_rank_orders_as_retrieve_does_without_nodes_or_retrieval_events(record_events):
     """A stage that reads only ids (stage 1's evidence, producer expansion) gets the same order
     through ``rank()``: stub hits, no hydration, no retrieval events; any other retriever is read
     through ``retrieve()``."""
-    from llama_index.core.instrumentation import get_dispatcher
-    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
-
     from pipeline.stages.hybrid_retriever import ranking
-
-    class Events(BaseEventHandler):
-        seen: list = []
-
-        def handle(self, event, **kwargs) -> None:
-            self.seen.append(type(event).__name__)
 
     index = ListIndex(["a:1", "b:1", "a:2"], ["a:2", "c:1"])
     retriever = HybridRetriever(index, top_k=3)
     query = SpecQuery(query_str="words", custom_embedding_strs=["question"], prefer_file_ids=["a"], hydrate=False)
-    handler = Events(seen=[])
-    get_dispatcher().add_event_handler(handler)
-    try:
+    with record_events() as recorder:
         ranked = retriever.rank(query)
-        assert handler.seen == []
+        assert recorder.events == []
         retrieved = retriever.retrieve(query)
-        assert "RetrievalEndEvent" in handler.seen
-    finally:
-        get_dispatcher().event_handlers.remove(handler)
+        assert "RetrievalEndEvent" in [type(e).__name__ for e in recorder.events]
     assert [h.node.node_id for h in ranked] == [n.node.node_id for n in retrieved] == ["a:2", "a:1", "b:1"]
     assert [h.score for h in ranked] == [n.score for n in retrieved]
     assert not any(call[0] == "hydrate" for call in index.calls)

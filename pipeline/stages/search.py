@@ -2,9 +2,10 @@
 postprocessors (steps other operations need), returning a typed :class:`SearchResult`.
 
 Query analysis turns the question's intent into a chunk-type filter (errors questions search
-``errors`` chunks), dropped again when it leaves fewer than ``min_typed_results`` hits. Every
+``errors`` chunks), dropped again when it leaves fewer than ``min_typed_results`` hits. The
 search goes through ``BaseRetriever.retrieve`` and every reordering through
-``postprocess_nodes``, so LlamaIndex instrumentation sees each of them.
+``postprocess_nodes``, so LlamaIndex instrumentation sees each of them (a step's own ranking of
+ids inside its reordering, as producer expansion's per API, goes through ``HybridRetriever.rank``).
 """
 
 from __future__ import annotations

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from pipeline.stages.events import StageEndEvent, emit, listened
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import NullEventHandler
+
+from pipeline.stages.events import StageEndEvent, dispatcher, emit, listened
 
 
-def test_an_event_is_built_and_sent_only_when_a_handler_listens(record_events):
+def test_an_event_is_built_and_sent_only_when_a_handler_listens(record_events, monkeypatch):
+    # the dispatchers as a fresh process has them (a server test may have installed its observers)
+    monkeypatch.setattr(get_dispatcher(), "event_handlers", [NullEventHandler()])
+    monkeypatch.setattr(dispatcher, "event_handlers", [])
     built = []
 
     def make():

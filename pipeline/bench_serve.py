@@ -77,11 +77,13 @@ def serve(request: ServeRequest) -> ServeResult:
     """Open the engine over the built index and time every query (ours, then the baseline)."""
     from pipeline.factory import build_engine
     from pipeline.index.store import ChunkStore
+    from pipeline.serve.concurrency import freeze_loaded
 
     settings = Settings(**request.settings)
     store = ChunkStore.open(settings)
     engine = build_engine(settings, store=store)
     baseline, why = _baseline(store, request.baseline_top_k) if request.baseline else (None, "not requested")
+    freeze_loaded()  # as `specrag serve` does at its start: the timed queries meet the collections it meets
     rss_open = peak_rss_mb()
     result = ServeResult(search_mode=store.search_mode, wall_ms=[], stage_ms={s: [] for s in STAGES},
                          baseline_unavailable=why, rss_open_mb=rss_open, peak_rss_mb=rss_open)

@@ -24,13 +24,13 @@ from typing import Any, Protocol
 import bm25s
 import numpy as np
 import yaml
-from evals.metrics import RankingScores
-from pipeline.fusion import weighted_rrf
-from pipeline.specs.ids import base_chunk_id
-from pipeline.specs.models import Chunk, ChunkType
-from pipeline.specs.render import parameter_names, strip_markdown
-from pipeline.stages.hybrid_retriever import HybridRetriever, SearchIndex
-from pipeline.stages.query import SpecQuery
+from specrag.evals.metrics import RankingScores
+from specrag.fusion import weighted_rrf
+from specrag.specs.ids import base_chunk_id
+from specrag.specs.models import Chunk, ChunkType
+from specrag.specs.render import parameter_names, strip_markdown
+from specrag.stages.hybrid_retriever import HybridRetriever, SearchIndex
+from specrag.stages.query import SpecQuery
 
 logger = logging.getLogger(__name__)
 DEPTH = 10
@@ -139,8 +139,8 @@ def _tokens(texts: list[str]):
 
 
 def _cached_vectors(model, docs: list[str], cache_dir: Path) -> np.ndarray:
-    from pipeline.index.vector_reuse import embed_sorted
-    from pipeline.index.embeddings import embed_model_id
+    from specrag.index.vector_reuse import embed_sorted
+    from specrag.index.embeddings import embed_model_id
 
     key = hashlib.sha256(json.dumps([embed_model_id(model), docs]).encode()).hexdigest()[:16]
     path = cache_dir / f"flat-{key}.npy"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from evals.metrics import MetricSummary
-from evals.report import RESULTS_SCHEMA_VERSION, SCORE_COLUMNS, EvalRun, QueryResult, load_run
+from specrag.evals.metrics import MetricSummary
+from specrag.evals.report import RESULTS_SCHEMA_VERSION, SCORE_COLUMNS, EvalRun, QueryResult, load_run
 
 QUERY_METRICS = {"recall_at_10": "R@10", "mrr": "MRR", "completeness": "complete"}
 MOVES = ("better", "worse", "mixed")

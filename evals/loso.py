@@ -3,10 +3,10 @@
 others. A constant chosen this way is reported on data it was not chosen on, which is the only
 honest figure for sets we do not see.
 
-    python -m evals.loso GRID.json SET.jsonl... --corpus PATH... [--data-dir D] [--metric recall_at_10]
+    python -m specrag.evals.loso GRID.json SET.jsonl... --corpus PATH... [--data-dir D] [--metric recall_at_10]
 
 GRID.json is a list of ``{"name": ..., "settings": {field: value, ...}}``; every field is a
-:class:`pipeline.settings.Settings` field (``api_decay``, ``fleet_weight``, ``selection_weights``...).
+:class:`specrag.settings.Settings` field (``api_decay``, ``fleet_weight``, ``selection_weights``...).
 Prints one JSON line per configuration, then the markdown LOSO table.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from evals.querysets import load_query_sets
-from evals.runner import run_eval
+from specrag.evals.querysets import load_query_sets
+from specrag.evals.runner import run_eval
 
 METRICS = ("selection_accuracy", "recall_at_10", "all_found_at_10", "mrr", "completeness")
 
@@ -37,7 +37,7 @@ class PointResult(BaseModel):
 
 
 def run_grid(grid: list[GridPoint], query_paths: list[Path], base_settings, store) -> list[PointResult]:
-    from pipeline.factory import build_engine
+    from specrag.factory import build_engine
 
     queries = load_query_sets(query_paths)
     results = []
@@ -64,11 +64,11 @@ def loso_table(results: list[PointResult], metric: str = "recall_at_10") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.index.store import ChunkStore
-    from pipeline.settings import Settings
-    from pipeline.workspace import corpus_settings
+    from specrag.index.store import ChunkStore
+    from specrag.settings import Settings
+    from specrag.workspace import corpus_settings
 
-    parser = argparse.ArgumentParser(prog="python -m evals.loso", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m specrag.evals.loso", description=__doc__.split("\n\n")[0])
     parser.add_argument("grid", type=Path)
     parser.add_argument("sets", type=Path, nargs="+")
     parser.add_argument("--corpus", type=Path, nargs="+", required=True)

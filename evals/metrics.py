@@ -31,11 +31,11 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from pipeline.context import Fallback
-from pipeline.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
-from pipeline.specs.models import Chunk
+from specrag.context import Fallback
+from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
+from specrag.specs.models import Chunk
 
-from evals.querysets import Endpoint, endpoint_key
+from specrag.evals.querysets import Endpoint, endpoint_key
 
 
 def selection_accuracy(gold_apis: Iterable[str], selected: Iterable[str]) -> float:

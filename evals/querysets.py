@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.errors import SpecragError
+from specrag.errors import SpecragError
 
 _PARAM_RE = re.compile(r"\{[^{}/]*\}")
 

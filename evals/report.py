@@ -1,7 +1,7 @@
 """What a run records (``results.json``) and the tables a person reads (``report.md``).
 
 ``results.json`` keeps every query's gold, selection, ranking and context ids, so any tool can
-recompute the metrics or diff two runs (:mod:`evals.compare`) without rerunning anything. Its
+recompute the metrics or diff two runs (:mod:`specrag.evals.compare`) without rerunning anything. Its
 ``schema_version`` says which shape it has; files from before it existed read as version 1.
 """
 
@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pipeline.context import Fallback
-from pipeline.errors import SpecragError
+from specrag.context import Fallback
+from specrag.errors import SpecragError
 
-from evals.baselines import BaselineScores
-from evals.metrics import GoldGraph, LLMUsage, MetricSummary, QueryMetrics
-from evals.querysets import GoldEndpoint
+from specrag.evals.baselines import BaselineScores
+from specrag.evals.metrics import GoldGraph, LLMUsage, MetricSummary, QueryMetrics
+from specrag.evals.querysets import GoldEndpoint
 
 RESULTS_SCHEMA_VERSION = 1
 STAGES = ("select", "expand", "search", "refs", "assemble", "total")

@@ -16,16 +16,16 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 from tqdm import tqdm
 
-from pipeline.context import KnowledgeContext
-from pipeline.plan import plan_operations
-from pipeline.specs.ids import operation_chunk_id, parse_operation_id, split_chunk_id
-from pipeline.specs.models import Chunk
-from pipeline.versions import package_versions
+from specrag.context import KnowledgeContext
+from specrag.plan import plan_operations
+from specrag.specs.ids import operation_chunk_id, parse_operation_id, split_chunk_id
+from specrag.specs.models import Chunk
+from specrag.versions import package_versions
 
-from evals import metrics as m
-from evals.baselines import Baseline, BaselineScores
-from evals.querysets import EvalQuery
-from evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, write_run
+from specrag.evals import metrics as m
+from specrag.evals.baselines import Baseline, BaselineScores
+from specrag.evals.querysets import EvalQuery
+from specrag.evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, write_run
 
 CLOSURE_DEPTH = 3
 _VERSIONED = ("specrag", "llama-index-core", "chromadb", "bm25s", "fastembed", "pydantic")

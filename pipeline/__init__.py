@@ -1,3 +1,3 @@
-"""specrag: the library. Importing it never configures logging (see ``pipeline._quiet``)."""
+"""specrag: the library. Importing it never configures logging (see ``specrag._quiet``)."""
 
-from pipeline import _quiet  # noqa: F401  (before anything imports bm25s)
+from specrag import _quiet  # noqa: F401  (before anything imports bm25s)

@@ -3,7 +3,7 @@ query latency, serving memory and disk.
 
 The build runs here, by default on a private copy of the corpus into a fresh temporary folder,
 so build time and chunks/s are real and one spec can be edited; the re-index
-(``pipeline.bench_reindex``) and serving (``pipeline.bench_serve``) run in child processes so
+(``specrag.bench_reindex``) and serving (``specrag.bench_serve``) run in child processes so
 their peak RSS is their own. Serving runs twice: our pipeline alone (latency, memory), then
 interleaved per query with a plain LlamaIndex ``VectorStoreIndex`` top-k over the same Chroma
 collection, so the ratio compares like with like. ``--scaling`` repeats it at several fleet
@@ -14,23 +14,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from importlib.resources import files
 from pathlib import Path
 
-from pipeline.bench_fleet import copy_corpus, disk_mb, edit_one_spec
-from pipeline.bench_reindex import ReindexRequest, ReindexResult
-from pipeline.bench_report import BenchReport, Latency, Machine, Reindex, chunk_count, format_bench, ratio
-from pipeline.bench_serve import ServeRequest, ServeResult, peak_rss_mb
-from pipeline.errors import SpecragError
-from pipeline.settings import Settings
+from specrag.bench_fleet import copy_corpus, disk_mb, edit_one_spec
+from specrag.bench_reindex import ReindexRequest, ReindexResult
+from specrag.bench_report import BenchReport, Latency, Machine, Reindex, chunk_count, format_bench, ratio
+from specrag.bench_serve import ServeRequest, ServeResult, peak_rss_mb
+from specrag.errors import SpecragError
+from specrag.settings import Settings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_QUERIES = REPO_ROOT / "evals" / "sets" / "demo.jsonl"
+DEFAULT_QUERIES = Path(str(files("specrag.evals") / "sets" / "demo.jsonl"))  # shipped in the package
 
 
 class BenchError(SpecragError, ValueError):
@@ -43,7 +42,7 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
     """Build (fresh or incremental), re-index after editing one spec (fresh builds only), then
     serve ``queries`` warm in child processes and report. ``copy=False``: ``corpus`` is already a
     private copy that may be edited."""
-    from pipeline.workspace import update_index
+    from specrag.workspace import update_index
 
     if not queries:
         raise BenchError("no queries to time: pass --queries SET.jsonl with at least one line")
@@ -75,7 +74,7 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
 
 def _report(settings, corpus, fresh, repeats, queries, run, served, compared, edit, why, build_rss, disk,
             kept) -> BenchReport:
-    from pipeline.index.embeddings import NO_EMBEDDINGS
+    from specrag.index.embeddings import NO_EMBEDDINGS
 
     index = run.index
     ours = Latency.of(served.wall_ms)
@@ -102,12 +101,12 @@ def _report(settings, corpus, fresh, repeats, queries, run, served, compared, ed
 
 def _reindex(settings: Settings, local: Settings, paths: list[Path]) -> Reindex:
     """Edit one spec of the (private) corpus, then time `update_index` in a child process."""
-    from pipeline.catalog.io import load_catalog
+    from specrag.catalog.io import load_catalog
 
     spec = edit_one_spec(paths, load_catalog(local.catalogs_path).ids())
     request = ReindexRequest(settings=settings.model_dump(mode="json"), paths=[str(p) for p in paths])
     started = time.perf_counter()
-    result = ReindexResult.model_validate_json(_child("pipeline.bench_reindex", request.model_dump_json()))
+    result = ReindexResult.model_validate_json(_child("specrag.bench_reindex", request.model_dump_json()))
     return Reindex(**result.model_dump(), spec=str(spec), wall_seconds=round(time.perf_counter() - started, 2))
 
 
@@ -115,14 +114,12 @@ def _serve(settings: Settings, queries: list[str], repeats: int, warmup: bool, p
            baseline: bool = True) -> ServeResult:
     request = ServeRequest(settings=settings.model_dump(mode="json"), queries=queries, repeats=repeats,
                            warmup=warmup, baseline=baseline)
-    return ServeResult.model_validate_json(_child("pipeline.bench_serve", request.model_dump_json(), progress))
+    return ServeResult.model_validate_json(_child("specrag.bench_serve", request.model_dump_json(), progress))
 
 
 def _child(module: str, stdin: str, progress: bool = False) -> str:
     """Run ``python -m module`` with ``stdin``; the last line of its stdout."""
-    env = os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-m", module], input=stdin, capture_output=True, text=True,
-                          cwd=REPO_ROOT, env=env)
+    proc = subprocess.run([sys.executable, "-m", module], input=stdin, capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     if proc.returncode != 0 or not lines:
         what = "serving" if module.endswith("serve") else "re-index"
@@ -149,15 +146,15 @@ def add_bench_parser(sub: argparse._SubParsersAction, common) -> None:
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from evals.querysets import load_query_sets
+    from specrag.evals.querysets import load_query_sets
 
-    from pipeline.cli.output import print_json, show_progress
+    from specrag.cli.output import print_json, show_progress
 
     if args.repeats < 1:
         raise BenchError("--repeats must be at least 1")
     queries = [q.query for q in load_query_sets(args.queries)]
     if args.scaling:
-        from pipeline.bench_scaling import format_scaling, plot_scaling, run_scaling
+        from specrag.bench_scaling import format_scaling, plot_scaling, run_scaling
 
         points = run_scaling(settings, args.corpus, queries, args.sizes.split(","), run_bench=run_bench,
                              repeats=args.repeats, progress=not args.json)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from pipeline.specs.limits import SpecLimits
-from pipeline.specs.loader import SpecSource
+from specrag.specs.limits import SpecLimits
+from specrag.specs.loader import SpecSource
 
 EDIT_MARK = " (edited by specrag bench)"
 
@@ -43,7 +43,7 @@ def copy_corpus(paths: list[Path], dest: Path) -> list[Path]:
 
 def spec_files(paths: list[Path]) -> list[SpecFiles]:
     """Every spec of ``paths`` (one ingest, not timed), sorted by file_id."""
-    from pipeline.specs.ingest import ingest_paths
+    from specrag.specs.ingest import ingest_paths
 
     specs = []
     roots = [p.resolve() for p in paths]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipeline.bench_serve import peak_rss_mb
-from pipeline.settings import Settings
+from specrag.bench_serve import peak_rss_mb
+from specrag.settings import Settings
 
 
 class ReindexRequest(BaseModel):
@@ -32,7 +32,7 @@ class ReindexResult(BaseModel):
 
 
 def reindex(request: ReindexRequest) -> ReindexResult:
-    from pipeline.workspace import update_index
+    from specrag.workspace import update_index
 
     started = time.perf_counter()
     _, run = update_index(Settings(**request.settings), [Path(p) for p in request.paths], progress=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipeline.settings import Settings
+from specrag.settings import Settings
 
 BASELINE_TOP_K = 5
 STAGES = ("select", "expand", "search", "refs", "assemble", "total")
@@ -61,7 +61,7 @@ def _baseline(store, top_k: int):
     """A plain ``VectorStoreIndex`` top-k retriever over our Chroma collection, or (None, why)."""
     from llama_index.core import VectorStoreIndex
 
-    from pipeline.index.store import HYBRID
+    from specrag.index.store import HYBRID
 
     if store.embed_model is None:
         return None, ("lexical mode: no embedding model is loaded (SPECRAG_EMBED_MODEL=none, or the model "
@@ -75,9 +75,9 @@ def _baseline(store, top_k: int):
 
 def serve(request: ServeRequest) -> ServeResult:
     """Open the engine over the built index and time every query (ours, then the baseline)."""
-    from pipeline.factory import build_engine
-    from pipeline.index.store import ChunkStore
-    from pipeline.serve.concurrency import freeze_loaded
+    from specrag.factory import build_engine
+    from specrag.index.store import ChunkStore
+    from specrag.serve.concurrency import freeze_loaded
 
     settings = Settings(**request.settings)
     store = ChunkStore.open(settings)

@@ -6,7 +6,7 @@ Each stage returns a typed result; the engine alone turns them into ``RetrievalS
 per query. ``query`` returns a ``Response`` whose ``source_nodes`` are the primary then the
 referenced chunks, and whose text is the rendered context (or, with a synthesizer, an answer
 citing ``[Source N]``). Every entry point has an async twin that never blocks the event loop.
-All the LLM calls of one query share one ``llm_deadline_s`` deadline (:mod:`pipeline.deadline`).
+All the LLM calls of one query share one ``llm_deadline_s`` deadline (:mod:`specrag.deadline`).
 """
 
 from __future__ import annotations
@@ -24,24 +24,24 @@ from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from pipeline.context import KnowledgeContext, RetrievalStats
-from pipeline.deadline import deadline_scope
-from pipeline.errors import SpecragError
-from pipeline.nodes import context_node
-from pipeline.render import render_markdown
-from pipeline.settings import Settings
-from pipeline.stages.events import StageEndEvent, dispatcher, emit
-from pipeline.stages.protocols import ApiSelector, QueryExpander
-from pipeline.stages.ref_expand import ExpandedNodes, ReferenceExpander
-from pipeline.stages.results import (ApiSelection, QueryExpansion, ReferenceExpansion, SearchResult, StageMode,
+from specrag.context import KnowledgeContext, RetrievalStats
+from specrag.deadline import deadline_scope
+from specrag.errors import SpecragError
+from specrag.nodes import context_node
+from specrag.render import render_markdown
+from specrag.settings import Settings
+from specrag.stages.events import StageEndEvent, dispatcher, emit
+from specrag.stages.protocols import ApiSelector, QueryExpander
+from specrag.stages.ref_expand import ExpandedNodes, ReferenceExpander
+from specrag.stages.results import (ApiSelection, QueryExpansion, ReferenceExpansion, SearchResult, StageMode,
                                      StageResult, SynthesisResult)
-from pipeline.stages.search import RANKING_DEPTH, SearchStage
-from pipeline.stages.synthesize import Synthesizer
-from pipeline.stages.timing import elapsed_ms
+from specrag.stages.search import RANKING_DEPTH, SearchStage
+from specrag.stages.synthesize import Synthesizer
+from specrag.stages.timing import elapsed_ms
 
 if TYPE_CHECKING:
-    from pipeline.graph.queries import DepsReport, ImpactReport
-    from pipeline.plan import Plan
+    from specrag.graph.queries import DepsReport, ImpactReport
+    from specrag.plan import Plan
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 2000
@@ -119,7 +119,7 @@ class ApiQueryEngine(CustomQueryEngine):
     # ---- plans and graph queries ----------------------------------------------------------
     def plan(self, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> "Plan":
         """The operations the question needs in call order, each with its context and bindings."""
-        from pipeline.plan import build_plan
+        from specrag.plan import build_plan
 
         return build_plan(self, question, apis=apis, token_budget=token_budget)
 
@@ -133,7 +133,7 @@ class ApiQueryEngine(CustomQueryEngine):
 
     def _graph_queries(self):
         if self.graph is None:
-            raise QueryError("this engine has no dependency graph (build it with pipeline.factory.build_engine)")
+            raise QueryError("this engine has no dependency graph (build it with specrag.factory.build_engine)")
         return self.graph
 
     # ---- helpers --------------------------------------------------------------------------

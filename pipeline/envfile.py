@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from pipeline.errors import SettingsError
+from specrag.errors import SettingsError
 
 logger = logging.getLogger(__name__)
 

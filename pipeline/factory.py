@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from pipeline.catalog.io import load_api_graph, load_api_indexes, load_catalog
-from pipeline.catalog.vectors import blend_with_centroids, catalog_vectors
-from pipeline.engine import ApiQueryEngine
-from pipeline.errors import IndexNotBuiltError
-from pipeline.graph.queries import GraphQueries
-from pipeline.index.embeddings import embed_model_id
-from pipeline.settings import Settings
-from pipeline.stages.api_select import KeywordApiSelector
-from pipeline.stages.hybrid_retriever import HybridRetriever
-from pipeline.stages.method_prior import MethodPrior
-from pipeline.stages.producers import ProducerExpander
-from pipeline.stages.query_expand import KeywordQueryExpander
-from pipeline.stages.ref_expand import ReferenceExpander
+from specrag.catalog.io import load_api_graph, load_api_indexes, load_catalog
+from specrag.catalog.vectors import blend_with_centroids, catalog_vectors
+from specrag.engine import ApiQueryEngine
+from specrag.errors import IndexNotBuiltError
+from specrag.graph.queries import GraphQueries
+from specrag.index.embeddings import embed_model_id
+from specrag.settings import Settings
+from specrag.stages.api_select import KeywordApiSelector
+from specrag.stages.hybrid_retriever import HybridRetriever
+from specrag.stages.method_prior import MethodPrior
+from specrag.stages.producers import ProducerExpander
+from specrag.stages.query_expand import KeywordQueryExpander
+from specrag.stages.ref_expand import ReferenceExpander
 
 
 def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     """An engine over the index in ``settings.data_dir`` (IndexNotBuiltError if there is none)."""
-    from pipeline.index.store import ChunkStore
+    from specrag.index.store import ChunkStore
 
     store = store or ChunkStore.open(settings)
     catalog_dir = settings.catalogs_path
@@ -42,13 +42,13 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     expander = KeywordQueryExpander(indexes.get)
     synthesizer = decomposer = None
     if settings.llm_configured:
-        from pipeline.agentic.decompose import Decomposer
-        from pipeline.cache import TTLCache
-        from pipeline.llm import build_llm
-        from pipeline.prompts import PromptSet
-        from pipeline.stages.api_select_llm import LLMApiSelector
-        from pipeline.stages.expand_llm import LLMQueryExpander
-        from pipeline.stages.synthesize import Synthesizer
+        from specrag.agentic.decompose import Decomposer
+        from specrag.cache import TTLCache
+        from specrag.llm import build_llm
+        from specrag.prompts import PromptSet
+        from specrag.stages.api_select_llm import LLMApiSelector
+        from specrag.stages.expand_llm import LLMQueryExpander
+        from specrag.stages.synthesize import Synthesizer
 
         llm = build_llm(settings)
         prompts = PromptSet.load(settings.prompts_dir)

@@ -1,7 +1,7 @@
 """A small in-memory BM25 ranker (bm25s) for the catalog-level keyword stages.
 
 Its documents (one per API) are only ever matched against questions, so both sides go through
-the question analyser of ``pipeline.analysis``.
+the question analyser of ``specrag.analysis``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 
-from pipeline.analysis import query_terms, question_tokens
+from specrag.analysis import query_terms, question_tokens
 
 
 class Bm25Ranker:

@@ -13,7 +13,7 @@ no step's name does (:func:`_extend`).
 
 A question that asks for several things ("check the IP's reputation; if it is bad, report it")
 has steps no id links. It is split into sub-questions (grammar only:
-:func:`~pipeline.agentic.split.split_question`); each sub-question's best match among the
+:func:`~specrag.agentic.split.split_question`); each sub-question's best match among the
 primary hits joins the plan, in the order asked, each with its producers, in place of the single
 target. A match is lexical: the sub-question's terms found in the operation's search text, each
 weighted by how few of the primary hits have it.
@@ -26,14 +26,14 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
-from pipeline.agentic.split import split_question
-from pipeline.analysis import index_tokens, query_terms
-from pipeline.context import ContextChunk, RetrievalStats
-from pipeline.graph.models import DependencyEdge
-from pipeline.specs.ids import operation_method
-from pipeline.specs.models import Chunk
-from pipeline.stages.names import owned_by_asker
-from pipeline.stages.producers import FOLLOW_UP, for_the_asker, provides_reason, step_label
+from specrag.agentic.split import split_question
+from specrag.analysis import index_tokens, query_terms
+from specrag.context import ContextChunk, RetrievalStats
+from specrag.graph.models import DependencyEdge
+from specrag.specs.ids import operation_method
+from specrag.specs.models import Chunk
+from specrag.stages.names import owned_by_asker
+from specrag.stages.producers import FOLLOW_UP, for_the_asker, provides_reason, step_label
 
 MIN_STEP_TOKENS = 300
 FROM_QUESTION = "from the question"
@@ -171,7 +171,7 @@ def _follows(reason: str, order: list[str]) -> bool:
 
 def bindings(chunk: Chunk, earlier: list[str], own: list[str] | None = None) -> list[ParamBinding]:
     """Each parameter's source: the latest earlier step that produces it (``own``: the words of
-    the asker's own things, :func:`~pipeline.stages.producers.for_the_asker`), else the question."""
+    the asker's own things, :func:`~specrag.stages.producers.for_the_asker`), else the question."""
     out = []
     for need in chunk.params:
         edge = _bound_by(chunk.producers, need.name, earlier, own=own)
@@ -204,7 +204,7 @@ def _with_producers(cid: str, ops: list[str], chunks: dict[str, Chunk], order: l
 def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
               chunks: dict[str, Chunk] | None = None, own: list[str] | None = None) -> DependencyEdge | None:
     """The producer of ``param`` among ``candidates`` (for the asker's own things, those
-    :func:`~pipeline.stages.producers.for_the_asker` keeps): one that needs no id itself first
+    :func:`~specrag.stages.producers.for_the_asker` keeps): one that needs no id itself first
     (when ``chunks`` tells), then the one that comes last (the nearest call before)."""
     def key(edge: DependencyEdge) -> tuple:
         needs = chunks is not None and edge.producer in chunks and any(p.id_like for p in chunks[edge.producer].params)
@@ -219,7 +219,7 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
     """``engine.plan``: one query, then the plan's steps with their contexts within ``token_budget``."""
     from llama_index.core.schema import NodeWithScore
 
-    from pipeline.nodes import chunk_to_node
+    from specrag.nodes import chunk_to_node
 
     ctx = engine.retrieve_context(question, apis=apis)
     stats = ctx.retrieval_stats

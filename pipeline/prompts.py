@@ -8,12 +8,16 @@ Every prompt carries a name and a content hash, recorded in the stats of each qu
 from __future__ import annotations
 
 import hashlib
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.errors import PromptError
+from specrag.errors import PromptError
+
+DEFAULT_PROMPTS_PACKAGE = "specrag.default_prompts"  # the repository's prompts/, shipped in the wheel
 
 # prompt name -> the variables its stage passes (the stages build exactly these keys)
 PROMPT_VARS: dict[str, frozenset[str]] = {
@@ -84,20 +88,27 @@ class PromptSet(BaseModel):
     infos: dict[str, PromptInfo] = Field(default_factory=dict, description="prompt name -> PromptInfo")
 
     @classmethod
-    def load(cls, prompts_dir: Path) -> "PromptSet":
-        """Read ``{name}.txt`` for every prompt in ``prompts_dir``; raises ``PromptError``."""
+    def load(cls, prompts_dir: Path | None = None) -> "PromptSet":
+        """Read ``{name}.txt`` for every prompt in ``prompts_dir``, or the defaults shipped in the
+        package when it is None; raises ``PromptError``."""
+        if prompts_dir is None:
+            return cls._read(files(DEFAULT_PROMPTS_PACKAGE), DEFAULT_PROMPTS_PACKAGE)
         prompts_dir = Path(prompts_dir)
         if not prompts_dir.is_dir():
             raise PromptError(f"prompts folder {prompts_dir} does not exist; pass --prompts DIR with "
                               f"{', '.join(n + '.txt' for n in PROMPT_VARS)}")
+        return cls._read(prompts_dir, str(prompts_dir))
+
+    @classmethod
+    def _read(cls, folder: Traversable, where: str) -> "PromptSet":
         templates, infos = {}, {}
         for name in PROMPT_VARS:
-            path = prompts_dir / f"{name}.txt"
+            path = folder / f"{name}.txt"
             if not path.is_file():
-                raise PromptError(f"prompts folder {prompts_dir} lacks {path.name}; a prompts folder must "
+                raise PromptError(f"prompts folder {where} lacks {path.name}; a prompts folder must "
                                   f"hold {', '.join(n + '.txt' for n in PROMPT_VARS)}")
             templates[name] = PromptTemplate(path.read_text(encoding="utf-8"))
-            infos[name] = check_template(name, templates[name], str(path))
+            infos[name] = check_template(name, templates[name], f"{where}/{path.name}")
         return cls(**templates, infos=infos)
 
     def info(self, name: str) -> PromptInfo:

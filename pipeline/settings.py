@@ -3,8 +3,8 @@
 Passed into every component explicitly; nothing reads a hidden global. Env var names are the
 field aliases below and are listed in the README. Every field has its allowed range; a value
 outside it is a ``SettingsError`` whose one line names the variable and what it accepts
-(:mod:`pipeline.settings_errors`). Which ``.env`` is read, and why a ``.env`` cannot redirect
-an API key from the environment: :mod:`pipeline.envfile`.
+(:mod:`specrag.settings_errors`). Which ``.env`` is read, and why a ``.env`` cannot redirect
+an API key from the environment: :mod:`specrag.envfile`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipeline.envfile import default_env_file, key_for_dotenv_url
-from pipeline.settings_errors import describe_validation_error
+from specrag.envfile import default_env_file, key_for_dotenv_url
+from specrag.settings_errors import describe_validation_error
 
 NonNegativeWeight = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
 
@@ -31,7 +31,7 @@ def _env(*names: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    # .env: chosen per instance in __init__ (pipeline.envfile), never the working folder's
+    # .env: chosen per instance in __init__ (specrag.envfile), never the working folder's
     model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True, env_ignore_empty=True)
 
     # where things live
@@ -151,8 +151,8 @@ class Settings(BaseSettings):
                                    validation_alias=_env("SPECRAG_LLM_CACHE_TTL_S"))
     synthesize: bool = Field(False, validation_alias=_env("SPECRAG_SYNTHESIZE"),
                              description="with an LLM, answer from the context with [Source N] citations")
-    prompts_dir: Path = Field(Path(__file__).resolve().parent.parent / "prompts",
-                              validation_alias=_env("SPECRAG_PROMPTS_DIR"))
+    prompts_dir: Path | None = Field(None, validation_alias=_env("SPECRAG_PROMPTS_DIR"),
+                                     description="folder of prompt files; unset: the prompts shipped in the package")
     selection_prompt_token_budget: int = Field(6000, ge=500, le=1_000_000,
                                                validation_alias=_env("SPECRAG_SELECTION_PROMPT_TOKENS"))
     expansion_prompt_token_budget: int = Field(6000, ge=500, le=1_000_000,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipeline.catalog.io import CatalogWriteReport, write_catalogs
-from pipeline.errors import IndexDamagedError, IndexNotBuiltError
-from pipeline.settings import Settings
-from pipeline.specs.models import IngestReport
+from specrag.catalog.io import CatalogWriteReport, write_catalogs
+from specrag.errors import IndexDamagedError, IndexNotBuiltError
+from specrag.settings import Settings
+from specrag.specs.models import IngestReport
 
 CURRENT = "current"
 
@@ -52,7 +52,7 @@ def synced_corpus_settings(settings: Settings) -> Settings:
     uses the tenant's corpus on the server when it has exactly one."""
     if not settings.chroma_host:
         return corpus_settings(settings)
-    from pipeline.index.replica import server_corpora, sync_corpus
+    from specrag.index.replica import server_corpora, sync_corpus
 
     try:
         local = corpus_settings(settings)
@@ -81,13 +81,13 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
 
     One run per index folder at a time (IndexLock); damage found on open is repaired. ``progress``
     bars are drawn only when stderr is a terminal: never ``\r`` frames in a log."""
-    from pipeline.index.builder import IndexBuilder
-    from pipeline.index.lock import IndexLock
-    from pipeline.index.publish import publish
-    from pipeline.index.store import ChunkStore
-    from pipeline.specs.incremental import ingest_changed
-    from pipeline.specs.limits import SpecLimits
-    from pipeline.specs.sources import load_sources, save_sources
+    from specrag.index.builder import IndexBuilder
+    from specrag.index.lock import IndexLock
+    from specrag.index.publish import publish
+    from specrag.index.store import ChunkStore
+    from specrag.specs.incremental import ingest_changed
+    from specrag.specs.limits import SpecLimits
+    from specrag.specs.sources import load_sources, save_sources
 
     progress = progress and sys.stderr.isatty()
     start = time.perf_counter()
@@ -122,9 +122,9 @@ def _start_from_server(local: Settings) -> None:
     """A data dir without an index of this corpus starts from the generation published on the
     server (replicas share it): the build then only redoes what changed, and never drops the
     corpus's collection as if it were new."""
-    from pipeline.index.manifest import load_manifest
-    from pipeline.index.replica import pull
-    from pipeline.index.store import ChunkStore
+    from specrag.index.manifest import load_manifest
+    from specrag.index.replica import pull
+    from specrag.index.store import ChunkStore
 
     try:
         if load_manifest(local.data_dir) is not None:
@@ -142,9 +142,9 @@ def _cache_catalog_vectors(local: Settings, store) -> None:
     """Embed changed catalog entries now, while the model is loaded, not in the first query."""
     if store.search_mode != "hybrid":
         return
-    from pipeline.catalog.io import load_catalog
-    from pipeline.catalog.vectors import catalog_vectors
-    from pipeline.index.embeddings import embed_model_id
+    from specrag.catalog.io import load_catalog
+    from specrag.catalog.vectors import catalog_vectors
+    from specrag.index.embeddings import embed_model_id
 
     catalog_vectors(load_catalog(local.catalogs_path), store.embedder, embed_model_id(store.embedder),
                     local.catalogs_path)

@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def demo_settings(data_dir: Path):
-    from pipeline.settings import Settings
+    from specrag.settings import Settings
 
     model = LOCAL_MODEL if (LOCAL_MODEL / "model.onnx").is_file() else None
     return Settings(data_dir=data_dir, embed_model_path=model, embed_model="sentence-transformers/all-MiniLM-L6-v2"
@@ -89,8 +89,8 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.fixture(scope="session")
 def demo_index(tmp_path_factory):
     """(corpus settings, store) for the demo corpus, built once."""
-    from pipeline.index.store import ChunkStore
-    from pipeline.workspace import corpus_settings, update_index
+    from specrag.index.store import ChunkStore
+    from specrag.workspace import corpus_settings, update_index
 
     settings = demo_settings(tmp_path_factory.mktemp("demo-index"))
     store = ChunkStore.open(corpus_settings(settings, [DEMO_SPECS]))
@@ -101,7 +101,7 @@ def demo_index(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_engine(demo_index):
-    from pipeline.factory import build_engine
+    from specrag.factory import build_engine
 
     local, store = demo_index
     return build_engine(local, store)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.analysis import (QUERY_STOPWORDS, identifier_parts, identifier_words, index_tokens, normalise,
+from specrag.analysis import (QUERY_STOPWORDS, identifier_parts, identifier_words, index_tokens, normalise,
                                query_terms, question_tokens, split_identifier, with_identifier_parts)
 
 

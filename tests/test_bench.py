@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from evals.querysets import load_query_set
-from pipeline.bench import BenchError, Latency, _serve, add_bench_parser, cmd_bench, format_bench, run_bench
-from pipeline.bench_serve import ServeRequest, serve
-from pipeline.index import embeddings
-from pipeline.settings import Settings
-from pipeline.specs.ingest import ingest_paths
-from pipeline.workspace import corpus_settings, update_index
+from specrag.evals.querysets import load_query_set
+from specrag.bench import BenchError, Latency, _serve, add_bench_parser, cmd_bench, format_bench, run_bench
+from specrag.bench_serve import ServeRequest, serve
+from specrag.index import embeddings
+from specrag.settings import Settings
+from specrag.specs.ingest import ingest_paths
+from specrag.workspace import corpus_settings, update_index
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = [REPO / "examples" / "specs"]
@@ -130,7 +130,7 @@ def test_cli_lexical_reuse_reports_baseline_unavailable(tmp_path, capsys):
     assert not first["fresh_build"] and first["latency_ms"]["wall"]["n"] == 1
     assert (corpus_settings(settings, DEMO).data_dir / "manifest.json").is_file()  # the corpus's own index
     assert second["chunks"] == first["chunks"] and second["chunks_embedded"] == 0
-    from pipeline.bench import BenchReport
+    from specrag.bench import BenchReport
 
     text = format_bench(BenchReport.model_validate(second))
     assert "not run: lexical mode" in text and "--reuse" in text and "n/a chunks/s" in text
@@ -152,7 +152,7 @@ def test_every_timed_query_embeds_its_words_as_the_baseline_does(tmp_path, monke
                             progress=False)
     embedded: list[str] = []
     real = embeddings.embed_queries
-    monkeypatch.setattr("pipeline.index.store.embed_queries", lambda model, qs: embedded.extend(qs) or real(model, qs))
+    monkeypatch.setattr("specrag.index.store.embed_queries", lambda model, qs: embedded.extend(qs) or real(model, qs))
     queries = QUERIES[:2]
     result = serve(ServeRequest(settings=local.model_dump(mode="json"), queries=queries, repeats=2, baseline=False))
     assert len(result.wall_ms) == 4

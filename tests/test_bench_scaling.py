@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bench_fleet import sample, spec_files, write_fleet
-from pipeline.bench import run_bench
-from pipeline.bench_scaling import format_scaling, plot_scaling, run_scaling
-from pipeline.errors import SpecragError
-from pipeline.settings import Settings
-from pipeline.specs.ingest import ingest_paths
+from specrag.bench_fleet import sample, spec_files, write_fleet
+from specrag.bench import run_bench
+from specrag.bench_scaling import format_scaling, plot_scaling, run_scaling
+from specrag.errors import SpecragError
+from specrag.settings import Settings
+from specrag.specs.ingest import ingest_paths
 
 DEMO = [Path(__file__).resolve().parent.parent / "examples" / "specs"]
 

@@ -38,7 +38,7 @@ components:
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECRAG_")}
     env["SPECRAG_DATA_DIR"] = str(cwd / "data")
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "specrag.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
 
-from pipeline.context import CutRef, KnowledgeContext, RetrievalStats
-from pipeline.engine import retrieval_stats
-from pipeline.nodes import chunk_to_node
-from pipeline.render import describe, render_markdown
-from pipeline.specs.models import Chunk, ChunkType
-from pipeline.stages.ref_expand import ReferenceExpander
-from pipeline.stages.results import (AddedStep, ApiSelection, Fallback, LLMCall, QueryExpansion, ReferenceExpansion,
+from specrag.context import CutRef, KnowledgeContext, RetrievalStats
+from specrag.engine import retrieval_stats
+from specrag.nodes import chunk_to_node
+from specrag.render import describe, render_markdown
+from specrag.specs.models import Chunk, ChunkType
+from specrag.stages.ref_expand import ReferenceExpander
+from specrag.stages.results import (AddedStep, ApiSelection, Fallback, LLMCall, QueryExpansion, ReferenceExpansion,
                                      SearchResult, StageMode)
 
 POST = "users:paths/~1users/post"

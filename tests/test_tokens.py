@@ -8,7 +8,7 @@ from pathlib import Path
 import llama_index.core
 from llama_index.core.utils import get_tokenizer, set_global_tokenizer
 
-from pipeline.tokens import SegmentTokenCounter, count_tokens
+from specrag.tokens import SegmentTokenCounter, count_tokens
 
 
 def test_counts_match_cl100k_and_ignore_a_users_global_tokenizer():
@@ -33,7 +33,7 @@ TRICKY = ["a", "Z", "é", "字", "7", "42", " ", "  ", "\t", "\n", "\r", "\r\n",
 
 
 def _rendered_spec_texts() -> list[str]:
-    from pipeline.specs.ingest import ingest_spec
+    from specrag.specs.ingest import ingest_spec
 
     texts = []
     for spec in sorted((Path(__file__).resolve().parents[1] / "examples" / "specs").iterdir()):

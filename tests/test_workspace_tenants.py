@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import IndexNotBuiltError
-from pipeline.settings import Settings
-from pipeline.settings_errors import SettingsError
-from pipeline.workspace import CURRENT, corpus_key, corpus_settings
+from specrag.errors import IndexNotBuiltError
+from specrag.settings import Settings
+from specrag.settings_errors import SettingsError
+from specrag.workspace import CURRENT, corpus_key, corpus_settings
 
 
 def test_default_tenant_keeps_corpora_under_the_data_dir(tmp_path):

@@ -1,7 +1,7 @@
 """Decomposition with an LLM (prompts/decompose.txt), the offline splitter as its fallback.
 
 The answer is checked: empty parts are dropped, at most ``max_parts`` are kept, and an answer
-with no usable part falls back to :func:`~pipeline.agentic.split.split_question` with the
+with no usable part falls back to :func:`~specrag.agentic.split.split_question` with the
 reason recorded. Never raises to the caller.
 """
 
@@ -11,12 +11,12 @@ import time
 
 from pydantic import BaseModel, Field
 
-from pipeline.agentic.split import split_question
-from pipeline.cache import cache_key
-from pipeline.llm import model_name
-from pipeline.stages.llm_stage import LLMStage
-from pipeline.stages.results import StageMode, StageResult
-from pipeline.stages.timing import elapsed_ms
+from specrag.agentic.split import split_question
+from specrag.cache import cache_key
+from specrag.llm import model_name
+from specrag.stages.llm_stage import LLMStage
+from specrag.stages.results import StageMode, StageResult
+from specrag.stages.timing import elapsed_ms
 
 MAX_PART_CHARS = 500
 

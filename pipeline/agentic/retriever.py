@@ -25,14 +25,14 @@ import time
 import uuid
 from typing import Any, Callable
 
-from pipeline.agentic.budget import Budget
-from pipeline.agentic.decompose import Decomposer, Decomposition, offline_decomposition
-from pipeline.api_models import AgenticRetrievalRequest, ReasoningEffort, RetrievalResponse, RetrievalStep, RetrievedItem
-from pipeline.context import ContextChunk, KnowledgeContext
-from pipeline.specs.models import decode_params, decode_producers
-from pipeline.stages.names import owned_by_asker
-from pipeline.stages.producers import for_the_asker, provides_reason, step_label
-from pipeline.tokens import count_tokens
+from specrag.agentic.budget import Budget
+from specrag.agentic.decompose import Decomposer, Decomposition, offline_decomposition
+from specrag.api_models import AgenticRetrievalRequest, ReasoningEffort, RetrievalResponse, RetrievalStep, RetrievedItem
+from specrag.context import ContextChunk, KnowledgeContext
+from specrag.specs.models import decode_params, decode_producers
+from specrag.stages.names import owned_by_asker
+from specrag.stages.producers import for_the_asker, provides_reason, step_label
+from specrag.tokens import count_tokens
 
 PRODUCER_ROUNDS = {ReasoningEffort.LOW: 0, ReasoningEffort.MEDIUM: 1, ReasoningEffort.HIGH: 2}
 
@@ -161,7 +161,7 @@ class _Run:
 
     async def _best_producer(self, edges: list) -> str | None:
         """The strongest producer that needs no id itself, else the strongest (for the asker's
-        own things, among those :func:`~pipeline.stages.producers.for_the_asker` keeps)."""
+        own things, among those :func:`~specrag.stages.producers.for_the_asker` keeps)."""
         get_chunks = self.engine.references.lookup.get_chunks
         if self.owned is not None:  # the asker's own things: a producer's own producers may tell
             known = await asyncio.to_thread(get_chunks, [e.producer for e in edges])

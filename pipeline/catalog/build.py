@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict, deque
 
-from pipeline.catalog.models import ApiIndex, CatalogEntry, DomainGroup, EndpointEntry, SchemaEntry, SchemaUse
-from pipeline.specs.ids import base_chunk_id
-from pipeline.specs.models import ApiChunks, Chunk, ChunkType
-from pipeline.specs.render import clip, strip_markdown
+from specrag.catalog.models import ApiIndex, CatalogEntry, DomainGroup, EndpointEntry, SchemaEntry, SchemaUse
+from specrag.specs.ids import base_chunk_id
+from specrag.specs.models import ApiChunks, Chunk, ChunkType
+from specrag.specs.render import clip, strip_markdown
 
 MAX_DOMAINS = 12
 USED_BY_DEPTH = 3

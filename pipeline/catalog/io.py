@@ -17,12 +17,12 @@ from typing import Callable, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from pipeline.atomic import write_atomic
-from pipeline.catalog.build import api_index, catalog_entry
-from pipeline.catalog.models import ApiIndex, Catalog, CatalogEntry
-from pipeline.errors import IndexDamagedError, IndexNotBuiltError
-from pipeline.graph.models import ApiGraph
-from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, RefStats
+from specrag.atomic import write_atomic
+from specrag.catalog.build import api_index, catalog_entry
+from specrag.catalog.models import ApiIndex, Catalog, CatalogEntry
+from specrag.errors import IndexDamagedError, IndexNotBuiltError
+from specrag.graph.models import ApiGraph
+from specrag.specs.models import ApiChunks, ApiInfo, Chunk, RefStats
 
 CATALOG_FILE = "catalog.json"
 INDEX_DIR = "indexes"

@@ -6,7 +6,7 @@ from enum import Enum
 
 from pydantic import BaseModel, Field
 
-from pipeline.graph.models import ResourceEntry
+from specrag.graph.models import ResourceEntry
 
 
 class CatalogEntry(BaseModel):

@@ -14,17 +14,17 @@ import gc
 import logging
 import sys
 
-from pipeline.cli import evaluate, graph, ingest, query, serve
-from pipeline.cli.common import CommandParser, add_common, build_settings
-from pipeline.cli.output import cli_logging, reader_gone, safe_streams
-from pipeline.errors import SpecragError
+from specrag.cli import evaluate, graph, ingest, query, serve
+from specrag.cli.common import CommandParser, add_common, build_settings
+from specrag.cli.output import cli_logging, reader_gone, safe_streams
+from specrag.errors import SpecragError
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
 
 
 def parser() -> argparse.ArgumentParser:
-    from pipeline.bench import add_bench_parser
-    from pipeline.versions import package_versions
+    from specrag.bench import add_bench_parser
+    from specrag.versions import package_versions
 
     root = argparse.ArgumentParser(prog="specrag", description=__doc__.splitlines()[0])
     version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             reader_gone()
             return EXIT_BROKEN_PIPE
         except OSError as exc:  # a path that cannot be used: not a folder, no permission, disk full
-            logging.getLogger("pipeline.cli").info("file system error", exc_info=True)  # the trace with -v
+            logging.getLogger("specrag.cli").info("file system error", exc_info=True)  # the trace with -v
             where = f": {exc.filename}" if exc.filename else ""
             print(f"specrag: error: {exc.strerror or _one_line(exc)}{where}", file=sys.stderr)
             return EXIT_USER_ERROR

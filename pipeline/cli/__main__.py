@@ -1,5 +1,5 @@
 import sys
 
-from pipeline.cli import console
+from specrag.cli import console
 
 sys.exit(console())

@@ -11,10 +11,11 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.cli.common import add_common, offline, open_engine
-from pipeline.cli.output import print_json, show_progress
-from pipeline.errors import SpecragError
-from pipeline.settings import Settings
+from specrag.cli.common import add_common, offline, open_engine
+from specrag.cli.output import print_json, show_progress
+from specrag.errors import SpecragError
+from specrag.prompts import DEFAULT_PROMPTS_PACKAGE
+from specrag.settings import Settings
 
 EXIT_LLM_ALL_FAILED = 3
 
@@ -44,7 +45,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def compare(args: argparse.Namespace, settings: Settings) -> int:
-    from evals.compare import compare as compare_runs, format_comparison
+    from specrag.evals.compare import compare as compare_runs, format_comparison
 
     comparison = compare_runs(args.run_a, args.run_b)
     if args.json:
@@ -55,8 +56,8 @@ def compare(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def evaluate(args: argparse.Namespace, settings: Settings) -> int:
-    from evals.querysets import load_query_sets
-    from evals.runner import run_eval, write_run
+    from specrag.evals.querysets import load_query_sets
+    from specrag.evals.runner import run_eval, write_run
 
     if not args.corpus:
         raise SpecragError("specrag eval needs --corpus PATH... (the specs the sets ask about)")
@@ -69,14 +70,14 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     store = engine.references.lookup
     baselines = []
     if args.baseline == "flat":
-        from evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline
+        from specrag.evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline
 
         baselines = [FlatBaseline.build(store, local.data_dir / "baselines"), ChunkFlatBaseline(store)]
         baselines += [OracleBm25Baseline(store)] if args.setting == "oracle" else []
     run = run_eval(queries, engine, store, baselines=baselines,
                    mode=args.mode, setting=args.setting, progress=show_progress(args),
                    run_info={"corpus": [str(p) for p in args.corpus], "sets": args.sets, "settings": local,
-                             "prompts_dir": str(local.prompts_dir)})
+                             "prompts_dir": str(local.prompts_dir or DEFAULT_PROMPTS_PACKAGE)})
     out = args.out or Path("runs") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     write_run(run, out)
     if args.json:
@@ -93,7 +94,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
 def every_llm_call_failed(run) -> bool:
     """At least one LLM call was made, and each one ended in a fallback (a cached answer was a success)."""
-    from pipeline.llm import CALL_FAILURE_REASONS
+    from specrag.llm import CALL_FAILURE_REASONS
 
     calls = sum(q.llm.calls for q in run.queries)
     failed = sum(1 for q in run.queries for f in q.fallbacks if f.reason in CALL_FAILURE_REASONS)

@@ -11,10 +11,10 @@ import argparse
 import logging
 from pathlib import Path
 
-from pipeline.cli.common import add_common, format_ingest_report
-from pipeline.cli.output import print_json, show_progress
-from pipeline.errors import CorpusError
-from pipeline.settings import Settings
+from specrag.cli.common import add_common, format_ingest_report
+from specrag.cli.output import print_json, show_progress
+from specrag.errors import CorpusError
+from specrag.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -31,11 +31,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.catalog.io import RenderedApi, render_api, write_catalogs
-    from pipeline.specs.ingest import ingest_paths
-    from pipeline.specs.limits import SpecLimits
-    from pipeline.specs.pool import gc_paused
-    from pipeline.workspace import corpus_settings
+    from specrag.catalog.io import RenderedApi, render_api, write_catalogs
+    from specrag.specs.ingest import ingest_paths
+    from specrag.specs.limits import SpecLimits
+    from specrag.specs.pool import gc_paused
+    from specrag.workspace import corpus_settings
 
     rendered: dict[str, RenderedApi] = {}
 
@@ -49,7 +49,7 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
         if not args.no_catalogs and result.apis:
             catalogs = corpus_settings(settings, args.paths).catalogs_path
             written = write_catalogs(result.apis, catalogs, rendered=rendered)
-            logging.getLogger("pipeline.cli").info("catalogs: %d written, %d unchanged in %s",
+            logging.getLogger("specrag.cli").info("catalogs: %d written, %d unchanged in %s",
                                                    len(written.written), written.unchanged, catalogs)
     if args.json:
         print_json(result.report)
@@ -60,7 +60,7 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def index(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.workspace import update_index
+    from specrag.workspace import update_index
 
     local, run = update_index(settings, args.paths, progress=show_progress(args))
     idx = run.index

@@ -1,8 +1,8 @@
 """What the CLI writes, and where: its own log handler, progress only on a terminal, JSON that
 any bytes survive, and a quiet end when the reader of stdout goes away (``| head``).
 
-The library configures no logging; the CLI adds one handler to its own loggers (``pipeline``,
-``evals``) for the length of a command and takes it away after, so calling ``main()`` in a host
+The library configures no logging; the CLI adds one handler to its own logger (``specrag``)
+for the length of a command and takes it away after, so calling ``main()`` in a host
 process leaves the host's logging as it was.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel
 
-OWN_LOGGERS = ("pipeline", "evals")
+OWN_LOGGERS = ("specrag",)
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 

@@ -8,10 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from pipeline.api_models import BasicRetrievalRequest
-from pipeline.cli.common import add_common, field_range, number_in
-from pipeline.errors import SpecragError
-from pipeline.settings import Settings
+from specrag.api_models import BasicRetrievalRequest
+from specrag.cli.common import add_common, field_range, number_in
+from specrag.errors import SpecragError
+from specrag.settings import Settings
 
 WORKER_ARGS = "SPECRAG_SERVE_WORKER_ARGS"  # the command line, for `serve --workers` processes (set by the parent)
 _WORKER_FIELDS = ("kb", "host", "port", "data_dir", "catalog_dir", "tenant", "env_file", "verbose")
@@ -77,10 +77,10 @@ class ServeRefused(SpecragError):
 
 def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
     """(settings, tenants): with ``network`` False (stdio MCP) the local tenant, keys or not."""
-    from pipeline.serve.keys import ApiKeys
-    from pipeline.serve.logs import configure_json_logging
-    from pipeline.serve.tenancy import Tenants
-    from pipeline.serve.tracing import install_instrumentation, otel_tracer
+    from specrag.serve.keys import ApiKeys
+    from specrag.serve.logs import configure_json_logging
+    from specrag.serve.tenancy import Tenants
+    from specrag.serve.tracing import install_instrumentation, otel_tracer
 
     configure_json_logging(logging.DEBUG if args.verbose else logging.INFO, queued=True)
     install_instrumentation(otel_tracer(settings.otel_exporter))
@@ -112,8 +112,8 @@ def _uvicorn(app, settings: Settings) -> None:
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.serve.app import create_app
-    from pipeline.serve.graph_wiring import routers
+    from specrag.serve.app import create_app
+    from specrag.serve.graph_wiring import routers
 
     settings, tenants = _open(args, settings)
     workers = args.workers or settings.serve_workers
@@ -139,15 +139,15 @@ def _serve_workers(args: argparse.Namespace, settings: Settings, workers: int) -
 
     import uvicorn
 
-    from pipeline.serve.metrics import MULTIPROCESS_DIR
-    from pipeline.workspace import corpus_key
+    from specrag.serve.metrics import MULTIPROCESS_DIR
+    from specrag.workspace import corpus_key
 
     served = {name: getattr(args, name, None) for name in _WORKER_FIELDS}
     served["kb"] = [*(args.kb or []), *(corpus_key(paths) for paths in args.corpus or [])]
     metrics_dir = tempfile.mkdtemp(prefix="specrag-metrics-")
     os.environ[MULTIPROCESS_DIR], os.environ[WORKER_ARGS] = metrics_dir, json.dumps(served, default=str)
     try:
-        uvicorn.run("pipeline.cli.serve:worker_app", factory=True, workers=workers, host=settings.serve_host,
+        uvicorn.run("specrag.cli.serve:worker_app", factory=True, workers=workers, host=settings.serve_host,
                     port=settings.serve_port, log_config=None, access_log=False,
                     timeout_graceful_shutdown=settings.shutdown_timeout_s)
     finally:
@@ -160,9 +160,9 @@ def worker_app():
     import atexit
     import json
 
-    from pipeline.cli.common import build_settings
-    from pipeline.serve.app import create_app
-    from pipeline.serve.graph_wiring import routers
+    from specrag.cli.common import build_settings
+    from specrag.serve.app import create_app
+    from specrag.serve.graph_wiring import routers
 
     served = json.loads(os.environ[WORKER_ARGS])
     args = argparse.Namespace(corpus=None, **{k: Path(v) if k in _PATH_FIELDS and v else v for k, v in served.items()})
@@ -173,9 +173,9 @@ def worker_app():
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from pipeline.serve.graph_wiring import mcp_tools
-    from pipeline.serve.mcp_http import streamable_http_app
-    from pipeline.serve.mcp_server import create_mcp_server
+    from specrag.serve.graph_wiring import mcp_tools
+    from specrag.serve.mcp_http import streamable_http_app
+    from specrag.serve.mcp_server import create_mcp_server
 
     settings, tenants = _open(args, settings, network=args.transport != "stdio")
     server = create_mcp_server(tenants, **mcp_tools())
@@ -192,8 +192,8 @@ def mcp(args: argparse.Namespace, settings: Settings) -> int:
 def openapi(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from pipeline.serve.graph_wiring import routers
-    from pipeline.serve.openapi import service_openapi, write_service_openapi
+    from specrag.serve.graph_wiring import routers
+    from specrag.serve.openapi import service_openapi, write_service_openapi
 
     extra = routers()
     if args.out:
@@ -205,13 +205,16 @@ def openapi(args: argparse.Namespace, settings: Settings) -> int:
 
 def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
+    import importlib.util
     import tempfile
     from contextlib import ExitStack
 
-    from pipeline.serve.hot_reindex import HotReindex, prepare
-    from pipeline.serve.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
-    from pipeline.workspace import corpus_key
+    from specrag.serve.hot_reindex import HotReindex, prepare
+    from specrag.serve.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
+    from specrag.workspace import corpus_key
 
+    if importlib.util.find_spec("aiohttp") is None:
+        raise SpecragError("bench-serve needs the load generator's client: pip install 'specrag[load]'")
     queries = load_queries(args.queries)
     with ExitStack() as stack:
         kb, hot, server_args = args.kb, None, ["--kb", args.kb or "", "--data-dir", str(settings.data_dir)]
@@ -241,8 +244,8 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def api_key(args: argparse.Namespace, settings: Settings) -> int:
     """The key is printed once, on stdout; only its SHA-256 is written."""
-    from pipeline.atomic import write_atomic
-    from pipeline.serve.keys import KeysFile, new_key_entry, read_keys_file
+    from specrag.atomic import write_atomic
+    from specrag.serve.keys import KeysFile, new_key_entry, read_keys_file
 
     key, entry = new_key_entry(args.key_tenant)
     if args.file:

@@ -8,7 +8,7 @@ Four kinds of evidence, strongest first:
   not an id: 0.95); a bare ``{id}`` is matched by type only;
 - RESTler's rule: an id field inside an object whose type matches the parameter's resource
   (``results[].id`` of ``movie-list-object`` items for ``{movie_id}``), scored by how well the
-  types match (:func:`~pipeline.graph.naming.type_match`) times the type's weight;
+  types match (:func:`~specrag.graph.naming.type_match`) times the type's weight;
 - the object's shape: an id inside an object whose other fields are mostly fields of the
   resource's own representation (the root of ``GET .../{person_id}``'s response) is that
   resource's id, whatever the property is called (``cast[]`` items with ``name``, ``gender``,
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pipeline.graph.links import StatedLink
-from pipeline.graph.models import ApiGraph, DependencyEdge, EdgeSource, OperationDeps, ResourceEntry
-from pipeline.graph.naming import id_subject, is_id_name, name_words, type_match
+from specrag.graph.links import StatedLink
+from specrag.graph.models import ApiGraph, DependencyEdge, EdgeSource, OperationDeps, ResourceEntry
+from specrag.graph.naming import id_subject, is_id_name, name_words, type_match
 
 MAX_PRODUCERS = 16
 MIN_SCORE = 0.3

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import inflection
 
-from pipeline.analysis import identifier_words
+from specrag.analysis import identifier_words
 
 # The words that make a name an identifier, in any API: ``id``, ``movie_id``, ``petId``, ``uuid``.
 ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "identifier"})

@@ -17,11 +17,11 @@ from typing import Callable, Protocol
 
 from pydantic import BaseModel, Field
 
-from pipeline.catalog.models import ApiIndex
-from pipeline.errors import SpecragError
-from pipeline.graph.models import ApiGraph, DependencyEdge, ParamNeed
-from pipeline.specs.ids import ERRORS_SUFFIX, base_chunk_id, operation_chunk_id, parse_operation_id, part_chunk_id
-from pipeline.specs.models import Chunk
+from specrag.catalog.models import ApiIndex
+from specrag.errors import SpecragError
+from specrag.graph.models import ApiGraph, DependencyEdge, ParamNeed
+from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, operation_chunk_id, parse_operation_id, part_chunk_id
+from specrag.specs.models import Chunk
 
 MAX_IMPACT_DEPTH = 12
 

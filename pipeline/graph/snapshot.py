@@ -2,7 +2,7 @@
 code kept its output: per API, a digest of its stored graph (operations, edges, resources),
 of what its operation chunks carry (params, producers, produces) and of a plan per operation.
 
-``python -m pipeline.graph.snapshot CORPUS OUT.json`` writes one; ``--compare OLD.json`` also
+``python -m specrag.graph.snapshot CORPUS OUT.json`` writes one; ``--compare OLD.json`` also
 says which APIs differ (exit 1 when any does).
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipeline.plan import plan_operations
-from pipeline.specs.models import ApiChunks, ChunkType
+from specrag.plan import plan_operations
+from specrag.specs.models import ApiChunks, ChunkType
 
 PLANS_PER_API = 200  # operations whose plan is fingerprinted (the first ones by id)
 
@@ -63,9 +63,9 @@ def snapshot(apis: list[ApiChunks]) -> GraphSnapshot:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.specs.ingest import ingest_paths
+    from specrag.specs.ingest import ingest_paths
 
-    parser = argparse.ArgumentParser(prog="python -m pipeline.graph.snapshot", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m specrag.graph.snapshot", description=__doc__)
     parser.add_argument("corpus", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--compare", type=Path, help="an earlier snapshot to compare with")

@@ -1,10 +1,10 @@
 """The persistent index: Chroma (vectors of record) + the local index that serves queries,
 the embedder choice, and incremental, crash-safe builds."""
 
-from pipeline.index.builder import IndexBuilder, IndexBuildReport
-from pipeline.index.embeddings import build_embed_model, embed_model_id
-from pipeline.index.manifest import ApiEntry, ApiState, Manifest, load_manifest
-from pipeline.index.store import HYBRID, LEXICAL, ChunkStore
+from specrag.index.builder import IndexBuilder, IndexBuildReport
+from specrag.index.embeddings import build_embed_model, embed_model_id
+from specrag.index.manifest import ApiEntry, ApiState, Manifest, load_manifest
+from specrag.index.store import HYBRID, LEXICAL, ChunkStore
 
 __all__ = [
     "HYBRID",

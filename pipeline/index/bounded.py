@@ -24,6 +24,12 @@ log = logging.getLogger(__name__)
 # (a 384-term float32 dot product of unit vectors is within ~2e-5 of the real number)
 ROUNDING = 1e-4
 QUERY_ZERO = 128  # uint8 zero point of a query's codes (a query is quantized symmetric, as uint8)
+# The rows' codes stay within +-63 (7 bits). On x86-64 without AVX-512 VNNI, ONNX Runtime's
+# uint8 x int8 kernel (vpmaddubsw) adds each pair of adjacent products in saturating int16:
+# 2 x 255 x 127 = 64,770 overflows it, 2 x 255 x 63 = 32,130 cannot. With 7-bit rows the product
+# is exact integer arithmetic on every instruction set (AVX2, AVX-512, VNNI, arm64), so the
+# ranking does not depend on the CPU; the bound below absorbs the coarser rounding.
+ROW_CODE_LIMIT = 63
 
 
 class BoundedRows(NamedTuple):
@@ -44,7 +50,7 @@ class BoundedRows(NamedTuple):
         scales, errors = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
         for first, last, step in steps:
             rows[first:last] = step
-            step_codes, scales[first:last] = quantize(rows[first:last])
+            step_codes, scales[first:last] = quantize(rows[first:last], ROW_CODE_LIMIT)
             codes[:, first:last] = step_codes.T
             residual = rows[first:last].astype(np.float64) - step_codes * scales[first:last, None].astype(np.float64)
             errors[first:last] = np.linalg.norm(residual, axis=1)
@@ -152,8 +158,9 @@ def quantize_queries(queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class Int8Product:
-    """``codes_A (m x dim, uint8, zero point 128) @ weights (dim x n, int8)`` in int32 through ONNX
-    Runtime's ``MatMulInteger``: the weights are a session initializer, prepacked once."""
+    """``codes_A (m x dim, uint8, zero point 128) @ weights (dim x n, int8 within +-63)`` in int32
+    through ONNX Runtime's ``MatMulInteger``: the weights are a session initializer, prepacked
+    once. Weights beyond ``ROW_CODE_LIMIT`` are refused: on some CPUs their product saturates."""
 
     def __init__(self, session, weights):
         self._session = session
@@ -161,6 +168,9 @@ class Int8Product:
 
     @classmethod
     def create(cls, codes: np.ndarray) -> "Int8Product | None":
+        if codes.size and int(np.abs(codes.astype(np.int16)).max()) > ROW_CODE_LIMIT:
+            raise ValueError(f"int8 product weights must lie within +-{ROW_CODE_LIMIT}: wider ones "
+                             "saturate on CPUs without AVX-512 VNNI")
         try:
             import onnxruntime as ort
 
@@ -212,9 +222,10 @@ def _matmul_integer_model() -> bytes:
     return field(1, 7) + field(7, graph) + field(8, field(2, 10))  # ir_version 7, opset 10
 
 
-def quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 codes and per-row scales of float rows (symmetric: the largest magnitude maps to 127)."""
+def quantize(rows: np.ndarray, limit: int = 127) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes and per-row scales of float rows (symmetric: the largest magnitude maps to
+    ``limit``)."""
     rows = np.asarray(rows, dtype=np.float32)
-    scales = np.abs(rows).max(axis=1) / 127.0 if rows.size else np.zeros(len(rows), np.float32)
+    scales = np.abs(rows).max(axis=1) / float(limit) if rows.size else np.zeros(len(rows), np.float32)
     safe = np.where(scales > 0, scales, 1.0)
     return np.rint(rows / safe[:, None]).astype(np.int8), scales.astype(np.float32)

@@ -24,17 +24,17 @@ import time
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from pipeline.errors import EmbedModelUnavailableError
-from pipeline.index.chroma_rows import ChromaRows
-from pipeline.index.embeddings import NO_EMBEDDINGS, embed_model_id
-from pipeline.index.lexical import LEXICAL_VERSION
-from pipeline.index.manifest import ApiEntry, ApiState, IndexShape, Manifest
-from pipeline.index.pack_writer import NewApi, write_generation
-from pipeline.index.store import LOCAL_DIR, ChunkStore
-from pipeline.index.vector_reuse import VectorSource, embed_text, text_hash
-from pipeline.settings import Settings
-from pipeline.specs.chunker import CHUNKER_VERSION
-from pipeline.specs.models import ApiChunks
+from specrag.errors import EmbedModelUnavailableError
+from specrag.index.chroma_rows import ChromaRows
+from specrag.index.embeddings import NO_EMBEDDINGS, embed_model_id
+from specrag.index.lexical import LEXICAL_VERSION
+from specrag.index.manifest import ApiEntry, ApiState, IndexShape, Manifest
+from specrag.index.pack_writer import NewApi, write_generation
+from specrag.index.store import LOCAL_DIR, ChunkStore
+from specrag.index.vector_reuse import VectorSource, embed_text, text_hash
+from specrag.settings import Settings
+from specrag.specs.chunker import CHUNKER_VERSION
+from specrag.specs.models import ApiChunks
 
 logger = logging.getLogger(__name__)
 

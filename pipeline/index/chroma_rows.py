@@ -13,8 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from pipeline.index.vector_reuse import hash_hex, text_hash
-from pipeline.specs.models import ApiChunks, Chunk
+from specrag.index.vector_reuse import hash_hex, text_hash
+from specrag.specs.models import ApiChunks, Chunk
 
 
 class ChromaRows:

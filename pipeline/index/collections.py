@@ -19,8 +19,8 @@ import uuid
 from contextlib import closing
 from pathlib import Path
 
-from pipeline.errors import ChromaUnavailableError
-from pipeline.settings import DEFAULT_TENANT, Settings
+from specrag.errors import ChromaUnavailableError
+from specrag.settings import DEFAULT_TENANT, Settings
 
 OWNER, TENANT, EMBED_MODEL, PUBLISHED = "specrag_corpus", "specrag_tenant", "specrag_embed_model", "specrag_generation"
 FILES_SUFFIX = ".files"

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.settings import Settings
+from specrag.settings import Settings
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -52,7 +52,7 @@ class Embedder:
     @cached_property
     def llama(self) -> BaseEmbedding:
         """This model as a LlamaIndex ``BaseEmbedding`` (imports LlamaIndex: query side only)."""
-        from pipeline.index.llama_embedding import EmbedderEmbedding
+        from specrag.index.llama_embedding import EmbedderEmbedding
 
         return EmbedderEmbedding(self, embed_batch_size=EMBED_BATCH_SIZE)
 

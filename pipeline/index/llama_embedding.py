@@ -1,7 +1,7 @@
 """An ``Embedder`` as a LlamaIndex ``BaseEmbedding``: what queries (and LlamaIndex indexes such
 as the bench's ``VectorStoreIndex``) embed with. Each call goes to the Embedder the builds use,
 so query and build sides cannot drift apart. (The Embedder is typed loosely: importing
-pipeline.index.embeddings here would be an import cycle.)"""
+specrag.index.embeddings here would be an import cycle.)"""
 
 from __future__ import annotations
 

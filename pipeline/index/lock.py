@@ -13,7 +13,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from pipeline.errors import IndexBusyError
+from specrag.errors import IndexBusyError
 
 logger = logging.getLogger(__name__)
 

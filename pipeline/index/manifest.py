@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pipeline.atomic import write_atomic
-from pipeline.errors import IndexDamagedError, IndexFormatError
-from pipeline.versions import package_versions
+from specrag.atomic import write_atomic
+from specrag.errors import IndexDamagedError, IndexFormatError
+from specrag.versions import package_versions
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 2

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from pipeline.errors import IndexDamagedError
+from specrag.errors import IndexDamagedError
 
 PACK_FORMAT = 1
 HEADER = "pack.json"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.index.lexical import LEXICAL_VERSION, document_terms
-from pipeline.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, seal
-from pipeline.specs.models import Chunk
+from specrag.index.lexical import LEXICAL_VERSION, document_terms
+from specrag.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, seal
+from specrag.specs.models import Chunk
 
 
 @dataclass

@@ -17,9 +17,9 @@ import logging
 import zlib
 from pathlib import Path
 
-from pipeline.index.collections import EMBED_MODEL, PUBLISHED, files_name, open_collection, owner_metadata
-from pipeline.index.manifest import MANIFEST_NAME
-from pipeline.settings import Settings
+from specrag.index.collections import EMBED_MODEL, PUBLISHED, files_name, open_collection, owner_metadata
+from specrag.index.manifest import MANIFEST_NAME
+from specrag.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -17,16 +17,16 @@ import zlib
 
 import numpy as np
 
-from pipeline.atomic import write_atomic
-from pipeline.errors import IndexDamagedError
-from pipeline.index.builder import digest_chunks
-from pipeline.index.collections import PUBLISHED, check_owner, collection_name, files_name, served_corpora
-from pipeline.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
-from pipeline.index.pack_writer import NewApi, write_generation
-from pipeline.index.publish import local_path, read_files
-from pipeline.index.store import LOCAL_DIR, ChunkStore
-from pipeline.settings import Settings
-from pipeline.specs.models import Chunk
+from specrag.atomic import write_atomic
+from specrag.errors import IndexDamagedError
+from specrag.index.builder import digest_chunks
+from specrag.index.collections import PUBLISHED, check_owner, collection_name, files_name, served_corpora
+from specrag.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
+from specrag.index.pack_writer import NewApi, write_generation
+from specrag.index.publish import local_path, read_files
+from specrag.index.store import LOCAL_DIR, ChunkStore
+from specrag.settings import Settings
+from specrag.specs.models import Chunk
 
 logger = logging.getLogger(__name__)
 PAGE = 4096  # rows per request while pulling
@@ -77,7 +77,7 @@ def pull(store: ChunkStore) -> int | None:
 def sync_corpus(settings: Settings) -> bool:
     """Pull the corpus's published generation when the local one differs (or is missing), under
     the index lock; True when a new generation was written."""
-    from pipeline.index.lock import IndexLock
+    from specrag.index.lock import IndexLock
 
     store = ChunkStore(settings, None)
     try:

@@ -24,23 +24,23 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
-from pipeline.index.batching import BatchCoalescer
-from pipeline.index.collections import (check_owner, collection_name, open_collection, remove_orphan_segments,
+from specrag.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
+from specrag.index.batching import BatchCoalescer
+from specrag.index.collections import (check_owner, collection_name, open_collection, remove_orphan_segments,
                                         server_client)
-from pipeline.index.embeddings import Embedder, as_embedder, build_embedder, embed_model_id, embed_queries
-from pipeline.index.local import STUB, LocalIndex, unit_vector
-from pipeline.index.manifest import Manifest, load_manifest, save_manifest
-from pipeline.settings import Settings
-from pipeline.specs.ids import split_chunk_id
-from pipeline.specs.models import Chunk
+from specrag.index.embeddings import Embedder, as_embedder, build_embedder, embed_model_id, embed_queries
+from specrag.index.local import STUB, LocalIndex, unit_vector
+from specrag.index.manifest import Manifest, load_manifest, save_manifest
+from specrag.settings import Settings
+from specrag.specs.ids import split_chunk_id
+from specrag.specs.models import Chunk
 
 if TYPE_CHECKING:  # builds never import LlamaIndex (~1.8 s); queries have it loaded already
     from llama_index.core.base.embeddings.base import BaseEmbedding
     import numpy as np
     from llama_index.core.schema import NodeWithScore
 
-    from pipeline.nodes import Hit, RankedRows
+    from specrag.nodes import Hit, RankedRows
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class ChunkStore:
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
                        top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
         """``hydrate=False`` returns the ranked rows, read as hits of stub nodes (id, source_file, type;
-        :class:`~pipeline.nodes.RankedRows`): enough to rank and fuse."""
+        :class:`~specrag.nodes.RankedRows`): enough to rank and fuse."""
         allowed = self._allowed(file_ids)
         if not allowed or types == [] or methods == [] or self.local is None:
             return []
@@ -209,7 +209,7 @@ class ChunkStore:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
         from llama_index.core.schema import NodeWithScore
 
-        from pipeline.nodes import as_node_with_score
+        from specrag.nodes import as_node_with_score
 
         def is_stub(hit: NodeWithScore | Hit) -> bool:  # flagged, or any node without text
             return bool(hit.node.metadata.get(STUB)) or not hit.node.get_content()

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from pipeline.index.embeddings import Embedder
-from pipeline.index.local import LocalIndex
-from pipeline.specs.models import Chunk
+from specrag.index.embeddings import Embedder
+from specrag.index.local import LocalIndex
+from specrag.specs.models import Chunk
 
 EMBED_SUB_BATCH = 64
 

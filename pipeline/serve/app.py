@@ -17,16 +17,16 @@ from typing import Sequence
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from pipeline.errors import SpecragError
-from pipeline.serve.concurrency import serving_threads
-from pipeline.serve.errors import http_status
-from pipeline.serve.kbs import KnowledgeBases
-from pipeline.serve.middleware import RequestContextMiddleware
-from pipeline.serve.reload import IndexWatcher
-from pipeline.serve.routes import apis, context, health, retrieve
-from pipeline.serve.telemetry import Telemetry
-from pipeline.serve.tenancy import Tenants
-from pipeline.serve.tracing import install_instrumentation
+from specrag.errors import SpecragError
+from specrag.serve.concurrency import serving_threads
+from specrag.serve.errors import http_status
+from specrag.serve.kbs import KnowledgeBases
+from specrag.serve.middleware import RequestContextMiddleware
+from specrag.serve.reload import IndexWatcher
+from specrag.serve.routes import apis, context, health, retrieve
+from specrag.serve.telemetry import Telemetry
+from specrag.serve.tenancy import Tenants
+from specrag.serve.tracing import install_instrumentation
 
 logger = logging.getLogger(__name__)
 VERSION = "0.1.0"

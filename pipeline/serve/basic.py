@@ -15,15 +15,15 @@ import time
 
 from llama_index.core.schema import NodeWithScore
 
-from pipeline.api_models import (BasicRetrievalRequest, RetrievalResponse, RetrievalStep, RetrievedItem,
+from specrag.api_models import (BasicRetrievalRequest, RetrievalResponse, RetrievalStep, RetrievedItem,
                                  SearchMode)
-from pipeline.index.local import cosine_of
-from pipeline.nodes import node_to_chunk
-from pipeline.specs.models import Chunk
-from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
-from pipeline.serve.request_ids import new_request_id
-from pipeline.stages.events import dispatcher
-from pipeline.stages.query import SpecQuery
+from specrag.index.local import cosine_of
+from specrag.nodes import node_to_chunk
+from specrag.specs.models import Chunk
+from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
+from specrag.serve.request_ids import new_request_id
+from specrag.stages.events import dispatcher
+from specrag.stages.query import SpecQuery
 
 SCORE_DIGITS = 4
 

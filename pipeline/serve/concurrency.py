@@ -1,7 +1,7 @@
 """How the service spends its cores under concurrent requests.
 
 Requests run their CPU work in worker threads (``asyncio.to_thread``), and concurrent vector
-searches in those threads are batched into one matrix product (``pipeline.index.batching``). Two
+searches in those threads are batched into one matrix product (``specrag.index.batching``). Two
 defaults work against that, and are changed for the life of the service:
 
 - asyncio's default executor has ``cpus + 4`` threads (6 here), so at most 6 searches can meet in
@@ -43,7 +43,7 @@ async def serving_threads(threads: int) -> AsyncIterator[None]:
     """Inside: the running loop's default executor has ``threads`` workers and BLAS runs
     single-threaded for the whole service (each search also limits itself, ``pipeline/index/blas.py``;
     held here, concurrent searches never restore another thread's setting in between)."""
-    from pipeline.index.blas import one_blas_thread
+    from specrag.index.blas import one_blas_thread
 
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="specrag-request")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from pipeline.errors import IndexNotBuiltError, SpecragError
-from pipeline.serve.kbs import ForbiddenKnowledgeBase, UnknownKnowledgeBase
-from pipeline.serve.lookup import NotFound
-from pipeline.serve.tenancy import ForbiddenTenant, Unauthorized
+from specrag.errors import IndexNotBuiltError, SpecragError
+from specrag.serve.kbs import ForbiddenKnowledgeBase, UnknownKnowledgeBase
+from specrag.serve.lookup import NotFound
+from specrag.serve.tenancy import ForbiddenTenant, Unauthorized
 
 
 def http_status(exc: BaseException) -> int:

@@ -10,13 +10,13 @@ import weakref
 
 from fastapi import APIRouter
 
-from pipeline.agentic.retriever import AgenticRetriever
-from pipeline.api_models import AgenticRetrievalRequest, RetrievalResponse
-from pipeline.graph.queries import ImpactReport
-from pipeline.plan import Plan
-from pipeline.serve.kbs import AmbiguousKnowledgeBase, KnowledgeBase, KnowledgeBases
-from pipeline.serve.routes.agentic import agentic_router
-from pipeline.serve.routes.plan import plan_router
+from specrag.agentic.retriever import AgenticRetriever
+from specrag.api_models import AgenticRetrievalRequest, RetrievalResponse
+from specrag.graph.queries import ImpactReport
+from specrag.plan import Plan
+from specrag.serve.kbs import AmbiguousKnowledgeBase, KnowledgeBase, KnowledgeBases
+from specrag.serve.routes.agentic import agentic_router
+from specrag.serve.routes.plan import plan_router
 
 
 async def plan(kb: KnowledgeBase, query: str) -> Plan:

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from pipeline.specs.ids import HTTP_METHODS
+from specrag.specs.ids import HTTP_METHODS
 
 PROBE_EVERY_S = 0.2
 
@@ -76,7 +76,7 @@ async def reindex(hot: HotReindex, report: ReindexReport, t0: float) -> None:
     await asyncio.sleep(max(0.0, t0 + hot.at_s - time.perf_counter()))
     report.operation = change_spec(hot.spec, hot.marker)
     report.started_s = round(time.perf_counter() - t0, 2)
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "pipeline.cli", "index", str(hot.corpus),
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "specrag.cli", "index", str(hot.corpus),
                                                 "--data-dir", str(hot.data_dir), stdout=asyncio.subprocess.DEVNULL,
                                                 stderr=asyncio.subprocess.DEVNULL)
     report.index_exit = await proc.wait()

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipeline.catalog.io import load_catalog
-from pipeline.catalog.models import ApiIndex, Catalog
-from pipeline.engine import ApiQueryEngine
-from pipeline.errors import IndexNotBuiltError, SpecragError
-from pipeline.settings import DEFAULT_TENANT, Settings
-from pipeline.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
+from specrag.catalog.io import load_catalog
+from specrag.catalog.models import ApiIndex, Catalog
+from specrag.engine import ApiQueryEngine
+from specrag.errors import IndexNotBuiltError, SpecragError
+from specrag.settings import DEFAULT_TENANT, Settings
+from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
 
 logger = logging.getLogger(__name__)
 OPERATION_NAMES_CACHE = 64
@@ -62,7 +62,7 @@ class KnowledgeBase:
     @classmethod
     def open(cls, store) -> "KnowledgeBase":
         """The knowledge base of an opened ``ChunkStore`` (its engine built here)."""
-        from pipeline.factory import build_engine
+        from specrag.factory import build_engine
 
         local = store.settings
         kb = cls(local.data_dir.name, local, build_engine(local, store=store), store)
@@ -78,7 +78,7 @@ class KnowledgeBase:
                                  search_mode=self.store.search_mode)
 
     def api_index(self, file_id: str) -> ApiIndex | None:
-        """Read through the engine's own reader (``pipeline.catalog.io.ApiIndexes``), so the stages
+        """Read through the engine's own reader (``specrag.catalog.io.ApiIndexes``), so the stages
         and the lookups share one cache of parsed indexes."""
         return self.engine.graph.load_index(file_id) if file_id in self.api_ids else None
 
@@ -91,7 +91,7 @@ class KnowledgeBase:
     def refreshed(self) -> "KnowledgeBase | None":
         """This corpus reopened on its newer generation (pulled from the Chroma server first, when
         there is one), or None when it is current."""
-        from pipeline.index.replica import sync_corpus
+        from specrag.index.replica import sync_corpus
 
         if self.settings.chroma_host is not None:
             sync_corpus(self.settings)
@@ -100,8 +100,8 @@ class KnowledgeBase:
     def reopened_if_newer(self) -> "KnowledgeBase | None":
         """This corpus reopened on the generation its manifest names now (written by any process:
         a build in this data dir, a replica's pull), or None when that is the one served."""
-        from pipeline.index.manifest import load_manifest
-        from pipeline.index.store import ChunkStore
+        from specrag.index.manifest import load_manifest
+        from specrag.index.store import ChunkStore
 
         on_disk, serving = load_manifest(self.settings.data_dir), self.store.manifest
         if on_disk is None or (serving is not None and on_disk.local_dir == serving.local_dir):
@@ -121,7 +121,7 @@ class KnowledgeBases:
                  sync_s: float | None = None):
         """``private``: a kb_id not served here is another tenant's business: 403, not 404.
         ``sync_s``: with a Chroma server, how often a request checks for a newer published index."""
-        from pipeline.index.replica import ReplicaSync
+        from specrag.index.replica import ReplicaSync
 
         self.tenant, self.private = tenant, private
         self._set(kbs)
@@ -167,9 +167,9 @@ class KnowledgeBases:
         """Index each corpus in ``corpora`` (incrementally) and open it, plus the indexed corpora
         named in ``keys``; with neither, every corpus indexed for ``settings.tenant``. Chroma is let
         go once built: serving reads only the local index."""
-        from pipeline.index.embeddings import build_embed_model
-        from pipeline.index.store import ChunkStore
-        from pipeline.workspace import corpus_settings, update_index
+        from specrag.index.embeddings import build_embed_model
+        from specrag.index.store import ChunkStore
+        from specrag.workspace import corpus_settings, update_index
 
         if not corpora and not keys:
             keys = sorted(p.parent.name for p in (settings.tenant_dir / "corpora").glob("*/manifest.json"))
@@ -242,7 +242,7 @@ class KnowledgeBases:
 def _pull_served(settings: Settings, keys: list[str], everything: bool) -> list[str]:
     """``keys`` (all the corpora published for this tenant when ``everything``), each local
     index brought to the generation published on the Chroma server, pulled when missing."""
-    from pipeline.index.replica import server_corpora, sync_corpus
+    from specrag.index.replica import server_corpora, sync_corpus
 
     served = server_corpora(settings)
     keys = sorted({*keys, *served}) if everything else keys

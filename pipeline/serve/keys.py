@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pipeline.errors import SpecragError
-from pipeline.settings import TENANT_PATTERN, Settings
+from specrag.errors import SpecragError
+from specrag.settings import TENANT_PATTERN, Settings
 
 HASH_PREFIX = "sha256:"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")

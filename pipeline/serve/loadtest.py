@@ -22,8 +22,8 @@ from typing import Iterator
 
 from pydantic import BaseModel, Field
 
-from pipeline.errors import SpecragError
-from pipeline.serve.hot_reindex import HotReindex, ReindexReport, probe, reindex
+from specrag.errors import SpecragError
+from specrag.serve.hot_reindex import HotReindex, ReindexReport, probe, reindex
 
 READY_TIMEOUT_S = 300
 
@@ -150,7 +150,7 @@ def served(args: list[str], port: int) -> Iterator[str]:
     import httpx
 
     with tempfile.TemporaryFile("w+") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve", *args, "--port", str(port)],
+        proc = subprocess.Popen([sys.executable, "-m", "specrag.cli", "serve", *args, "--port", str(port)],
                                 stdout=subprocess.DEVNULL, stderr=log, text=True)
         url = f"http://127.0.0.1:{port}"
         try:

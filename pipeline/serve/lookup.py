@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from pipeline.catalog.models import CatalogEntry
-from pipeline.errors import SpecragError
-from pipeline.serve.kbs import KnowledgeBase
-from pipeline.specs.ids import base_chunk_id, errors_chunk_id, operation_chunk_id
-from pipeline.specs.models import Chunk
-from pipeline.tokens import truncate_tokens
+from specrag.catalog.models import CatalogEntry
+from specrag.errors import SpecragError
+from specrag.serve.kbs import KnowledgeBase
+from specrag.specs.ids import base_chunk_id, errors_chunk_id, operation_chunk_id
+from specrag.specs.models import Chunk
+from specrag.tokens import truncate_tokens
 
 class NotFound(SpecragError, LookupError):
     """An operation or schema that the API does not have."""

@@ -10,10 +10,10 @@ from typing import Annotated, Awaitable, Callable
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field, create_model
 
-from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
-from pipeline.serve.mcp_models import Budgeted, KbId
-from pipeline.serve.telemetry import Outcome
-from pipeline.tokens import count_tokens
+from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
+from specrag.serve.mcp_models import Budgeted, KbId
+from specrag.serve.telemetry import Outcome
+from specrag.tokens import count_tokens
 
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
 ImpactAnalysis = Callable[[KnowledgeBase, str, str], Awaitable[BaseModel]]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from pipeline.serve.mcp_server import STATE_KEY
-from pipeline.serve.tenancy import Tenants, Unauthorized
+from specrag.serve.mcp_server import STATE_KEY
+from specrag.serve.tenancy import Tenants, Unauthorized
 
 
 def presented_key(headers: Headers) -> str | None:

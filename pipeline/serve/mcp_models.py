@@ -7,8 +7,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from pipeline.serve.lookup import ApiSummary
-from pipeline.stages.results import CutRef
+from specrag.serve.lookup import ApiSummary
+from specrag.stages.results import CutRef
 
 KbId = Annotated[str | None, Field(description="knowledge base id or alias; optional when one is served")]
 

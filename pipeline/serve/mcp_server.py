@@ -20,21 +20,21 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
-from pipeline.api_models import BasicRetrievalRequest, SearchMode
-from pipeline.errors import SpecragError
-from pipeline.serve.basic import BasicRetrieval
-from pipeline.serve.kbs import KnowledgeBases
-from pipeline.serve.logs import request_id_var
-from pipeline.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
-from pipeline.serve import lookup
-from pipeline.serve.lookup import OperationDetail, SpecElement
-from pipeline.serve.mcp_models import (ApiSearchResult, KbId, ContextChunkView, ContextResult, OperationHit,
+from specrag.api_models import BasicRetrievalRequest, SearchMode
+from specrag.errors import SpecragError
+from specrag.serve.basic import BasicRetrieval
+from specrag.serve.kbs import KnowledgeBases
+from specrag.serve.logs import request_id_var
+from specrag.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
+from specrag.serve import lookup
+from specrag.serve.lookup import OperationDetail, SpecElement
+from specrag.serve.mcp_models import (ApiSearchResult, KbId, ContextChunkView, ContextResult, OperationHit,
                                        OperationSearchResult)
-from pipeline.serve.request_ids import new_request_id
-from pipeline.serve.telemetry import Outcome, Telemetry
-from pipeline.serve.tenancy import Tenants
-from pipeline.serve.tracing import install_instrumentation
-from pipeline.tokens import count_tokens
+from specrag.serve.request_ids import new_request_id
+from specrag.serve.telemetry import Outcome, Telemetry
+from specrag.serve.tenancy import Tenants
+from specrag.serve.tracing import install_instrumentation
+from specrag.tokens import count_tokens
 
 T = TypeVar("T")
 INSTRUCTIONS = ("specrag answers 'how do I do X with these APIs?' over indexed OpenAPI specs. Start with get_context "

@@ -10,9 +10,9 @@ import logging
 import re
 import time
 
-from pipeline.serve.logs import request_id_var
-from pipeline.serve.request_ids import new_request_id
-from pipeline.serve.telemetry import Telemetry, current_telemetry
+from specrag.serve.logs import request_id_var
+from specrag.serve.request_ids import new_request_id
+from specrag.serve.telemetry import Telemetry, current_telemetry
 
 logger = logging.getLogger("specrag.http")
 HEADER = b"x-request-id"

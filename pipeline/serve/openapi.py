@@ -11,8 +11,8 @@ from fastapi import APIRouter
 
 def service_openapi(extra_routers: Sequence[APIRouter] = ()) -> dict:
     """The OpenAPI 3.1 document of the HTTP service (no knowledge base needs to be open)."""
-    from pipeline.serve.app import create_app
-    from pipeline.serve.kbs import KnowledgeBases
+    from specrag.serve.app import create_app
+    from specrag.serve.kbs import KnowledgeBases
 
     return create_app(KnowledgeBases([]), extra_routers=extra_routers).openapi()
 

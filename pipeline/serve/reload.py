@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from pipeline.errors import IndexBusyError, SpecragError
-from pipeline.index.lock import IndexLock
-from pipeline.index.manifest import manifest_path
-from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
-from pipeline.serve.tenancy import Tenants
+from specrag.errors import IndexBusyError, SpecragError
+from specrag.index.lock import IndexLock
+from specrag.index.manifest import manifest_path
+from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
+from specrag.serve.tenancy import Tenants
 
 logger = logging.getLogger(__name__)
 Stamp = tuple[int, int, int] | None

@@ -15,10 +15,10 @@ from typing import AsyncIterator
 
 from pydantic import BaseModel, Field
 
-from pipeline.api_models import RetrievalResponse
-from pipeline.serve.errors import status_class
-from pipeline.serve.logs import request_id_var
-from pipeline.serve.metrics import ServiceMetrics
+from specrag.api_models import RetrievalResponse
+from specrag.serve.errors import status_class
+from specrag.serve.logs import request_id_var
+from specrag.serve.metrics import ServiceMetrics
 
 logger = logging.getLogger("specrag.requests")
 current_telemetry: ContextVar["Telemetry | None"] = ContextVar("specrag_telemetry", default=None)

@@ -1,6 +1,6 @@
 """Tenants: whose knowledge bases a request may read, from the API key it presents.
 
-With keys configured (:mod:`pipeline.serve.keys`), each key's tenant gets its own
+With keys configured (:mod:`specrag.serve.keys`), each key's tenant gets its own
 ``KnowledgeBases``, opened from its own tenant dir (its own local index, BM25 postings, engine
 and caches): a request reaches only its tenant's objects, so no vector, BM25 hit or cached answer
 of another tenant is in its path. A missing or unknown key is 401; a kb_id that is not the
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pipeline.errors import SpecragError
-from pipeline.serve.keys import ApiKeys
-from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
-from pipeline.settings import Settings
+from specrag.errors import SpecragError
+from specrag.serve.keys import ApiKeys
+from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
+from specrag.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class Tenants:
         """Without keys: ``settings.tenant``'s knowledge bases (``corpora`` indexed first). With keys:
         every keyed tenant's indexed corpora (``corpora`` / ``kb_keys`` apply to ``settings.tenant``);
         a tenant with no index yet is served with none (its requests get a one-line 503)."""
-        from pipeline.index.embeddings import build_embed_model
+        from specrag.index.embeddings import build_embed_model
 
         if not keys.configured:
             return cls.local(KnowledgeBases.open(settings, corpora, kb_keys))

@@ -23,9 +23,9 @@ from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from pydantic import ConfigDict, Field
 
-from pipeline.serve.logs import request_id_var
-from pipeline.serve.telemetry import current_telemetry
-from pipeline.stages.events import StageEndEvent
+from specrag.serve.logs import request_id_var
+from specrag.serve.telemetry import current_telemetry
+from specrag.stages.events import StageEndEvent
 
 _install_lock = threading.Lock()
 

@@ -16,17 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pipeline.graph.build import api_graph
-from pipeline.graph.infer import operation_deps
-from pipeline.graph.links import StatedLink, stated_links
-from pipeline.graph.models import ApiGraph, OperationDeps
-from pipeline.specs import ids, servers, text
-from pipeline.specs.compact import compact_component
-from pipeline.specs.loader import Resolved, SpecSource, Unresolved, spec_format
-from pipeline.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
-from pipeline.specs.render import strip_markdown
-from pipeline.specs.split import split_chunk
-from pipeline.specs.yaml_dump import to_yaml
+from specrag.graph.build import api_graph
+from specrag.graph.infer import operation_deps
+from specrag.graph.links import StatedLink, stated_links
+from specrag.graph.models import ApiGraph, OperationDeps
+from specrag.specs import ids, servers, text
+from specrag.specs.compact import compact_component
+from specrag.specs.loader import Resolved, SpecSource, Unresolved, spec_format
+from specrag.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
+from specrag.specs.render import strip_markdown
+from specrag.specs.split import split_chunk
+from specrag.specs.yaml_dump import to_yaml
 
 logger = logging.getLogger(__name__)
 # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids;

@@ -10,8 +10,8 @@ figure and the full-text figure are reported beside it, to show what each policy
 from __future__ import annotations
 
 import numpy as np
-from pipeline.specs.ids import base_chunk_id
-from pipeline.specs.models import ApiChunks, Chunk, ChunkType, ClosureFit
+from specrag.specs.ids import base_chunk_id
+from specrag.specs.models import ApiChunks, Chunk, ChunkType, ClosureFit
 
 
 def operation_closures(api: ApiChunks, max_depth: int = 3) -> list[tuple[int, int, int]]:

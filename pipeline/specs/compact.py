@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.specs.render import first_sentence, strip_markdown
+from specrag.specs.render import first_sentence, strip_markdown
 
 MAX_NESTING = 8  # inline objects deeper than this are named, not expanded
 MAX_ENUM = 8

@@ -10,11 +10,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from pipeline.specs.chunker import CHUNKER_VERSION
-from pipeline.specs.ingest import UnfinishedSpec, admit, iter_ingest, plan_jobs, summarise
-from pipeline.specs.limits import SpecLimits
-from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
-from pipeline.specs.sources import ApiSummary, FileStamp, SourceRecord, SourceState, Stamper
+from specrag.specs.chunker import CHUNKER_VERSION
+from specrag.specs.ingest import UnfinishedSpec, admit, iter_ingest, plan_jobs, summarise
+from specrag.specs.limits import SpecLimits
+from specrag.specs.models import ApiChunks, IngestReport, SkippedSpec
+from specrag.specs.sources import ApiSummary, FileStamp, SourceRecord, SourceState, Stamper
 
 
 class IncrementalIngest(BaseModel):

@@ -16,16 +16,16 @@ from typing import Callable, Iterator, NamedTuple
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from pipeline.errors import SpecError
-from pipeline.specs.chunker import SpecChunker
-from pipeline.specs.closure import closure_fit, operation_closures
-from pipeline.specs.files import decode_text, is_text, read_regular_file
-from pipeline.specs.limits import SpecLimits
-from pipeline.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
-from pipeline.specs.models import ApiChunks, IngestReport, SkippedSpec
-from pipeline.specs.pool import JobFailed, run_jobs
-from pipeline.specs.sources import ApiSummary
-from pipeline.tokens import SegmentTokenCounter, count_tokens
+from specrag.errors import SpecError
+from specrag.specs.chunker import SpecChunker
+from specrag.specs.closure import closure_fit, operation_closures
+from specrag.specs.files import decode_text, is_text, read_regular_file
+from specrag.specs.limits import SpecLimits
+from specrag.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
+from specrag.specs.models import ApiChunks, IngestReport, SkippedSpec
+from specrag.specs.pool import JobFailed, run_jobs
+from specrag.specs.sources import ApiSummary
+from specrag.tokens import SegmentTokenCounter, count_tokens
 
 
 # One per process: each worker's specs share lines (a vendor's specs most), counted once.

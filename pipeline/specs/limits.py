@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from pipeline.errors import SpecError
-from pipeline.settings import Settings
+from specrag.errors import SpecError
+from specrag.settings import Settings
 
 
 class SpecLimits(BaseModel):

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from pipeline.errors import CorpusError, SpecError
-from pipeline.specs.files import decode_text, read_regular_file
-from pipeline.specs.ids import pointer_to_tokens
-from pipeline.specs.limits import BudgetExceeded, ParseBudget, SpecLimits
-from pipeline.specs.parse import parse_text
+from specrag.errors import CorpusError, SpecError
+from specrag.specs.files import decode_text, read_regular_file
+from specrag.specs.ids import pointer_to_tokens
+from specrag.specs.limits import BudgetExceeded, ParseBudget, SpecLimits
+from specrag.specs.parse import parse_text
 
 SPEC_SUFFIXES = {".json", ".yaml", ".yml"}
 MAX_REF_CHARS = 4096  # PATH_MAX

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from pipeline.specs.files import safe_text
+from specrag.specs.files import safe_text
 
-from pipeline.graph.models import ApiGraph, DependencyEdge, ParamNeed
+from specrag.graph.models import ApiGraph, DependencyEdge, ParamNeed
 
 
 class ChunkType(str, Enum):
@@ -212,7 +212,7 @@ class ApiChunks(BaseModel):
 
 
 class ClosureFit(BaseModel):
-    """Computed by ``pipeline.specs.closure``: how many operations' closures fit the budget."""
+    """Computed by ``specrag.specs.closure``: how many operations' closures fit the budget."""
 
     operations: int = 0
     token_limit: int = 4000

@@ -20,8 +20,8 @@ from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 from yaml.resolver import Resolver
 
-from pipeline.errors import SpecError
-from pipeline.specs.limits import ParseBudget
+from specrag.errors import SpecError
+from specrag.specs.limits import ParseBudget
 
 try:  # the C event parser is ~10x faster on big YAML specs than the pure Python one
     from yaml._yaml import CParser as _Parser

@@ -22,11 +22,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from pipeline.atomic import write_atomic
-from pipeline.errors import SpecError
-from pipeline.specs.files import read_regular_file
-from pipeline.specs.limits import SpecLimits
-from pipeline.specs.models import ApiChunks, ApiInfo, RefStats, SkippedSpec
+from specrag.atomic import write_atomic
+from specrag.errors import SpecError
+from specrag.specs.files import read_regular_file
+from specrag.specs.limits import SpecLimits
+from specrag.specs.models import ApiChunks, ApiInfo, RefStats, SkippedSpec
 
 logger = logging.getLogger(__name__)
 

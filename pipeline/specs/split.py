@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pipeline.specs.ids import part_chunk_id
-from pipeline.specs.models import Chunk
+from specrag.specs.ids import part_chunk_id
+from specrag.specs.models import Chunk
 
 
 def split_chunk(chunk: Chunk, max_tokens: int, count: Callable[[str], int]) -> list[Chunk]:

@@ -5,11 +5,11 @@ Three signals, fused by weighted reciprocal rank:
   operationIds, summaries, schema names), as the catalog describes it;
 - catalog vector (optional): the query's embedding against each API's vector (its catalog
   entry's name, description and domains, blended with its mean endpoint vector:
-  :func:`~pipeline.catalog.vectors.blend_with_centroids`), which hears "report a malicious IP"
+  :func:`~specrag.catalog.vectors.blend_with_centroids`), which hears "report a malicious IP"
   in "AbuseIPDB";
 - endpoint evidence (optional): the APIs in the order of their best hit among the fleet-wide
   endpoint search's top ``evidence_depth``, which sees single endpoints a long API document dilutes.
-  Its BM25 side reads the question without the names in it (:func:`~pipeline.stages.names.without_names`:
+  Its BM25 side reads the question without the names in it (:func:`~specrag.stages.names.without_names`:
   "the network that produced Game of Thrones" must not vote for a games API by spelling); its
   vector side reads the whole question (MiniLM hears a film in "Titanic").
 The top ``max_apis`` are kept, fewer when the fused score drops off. The weights and the fusion
@@ -28,14 +28,14 @@ from typing import Callable
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 
-from pipeline.catalog.models import ApiIndex, Catalog
-from pipeline.fusion import weighted_rrf
-from pipeline.lexical import Bm25Ranker
-from pipeline.stages.hybrid_retriever import ranking
-from pipeline.stages.names import without_names
-from pipeline.stages.query import SpecQuery
-from pipeline.stages.results import ApiSelection
-from pipeline.stages.timing import elapsed_ms
+from specrag.catalog.models import ApiIndex, Catalog
+from specrag.fusion import weighted_rrf
+from specrag.lexical import Bm25Ranker
+from specrag.stages.hybrid_retriever import ranking
+from specrag.stages.names import without_names
+from specrag.stages.query import SpecQuery
+from specrag.stages.results import ApiSelection
+from specrag.stages.timing import elapsed_ms
 
 EmbedQuery = Callable[[str], "list[float] | None"]
 

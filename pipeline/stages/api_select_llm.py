@@ -13,14 +13,14 @@ from typing import Any, Protocol
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field
 
-from pipeline.cache import TTLCache, cache_key
-from pipeline.catalog.models import Catalog, CatalogEntry
-from pipeline.llm import model_name
-from pipeline.prompts import PromptSet
-from pipeline.settings import Settings
-from pipeline.stages.llm_stage import LLMStage, with_fallback
-from pipeline.stages.results import ApiSelection
-from pipeline.stages.timing import elapsed_ms
+from specrag.cache import TTLCache, cache_key
+from specrag.catalog.models import Catalog, CatalogEntry
+from specrag.llm import model_name
+from specrag.prompts import PromptSet
+from specrag.settings import Settings
+from specrag.stages.llm_stage import LLMStage, with_fallback
+from specrag.stages.results import ApiSelection
+from specrag.stages.timing import elapsed_ms
 
 SHORTLIST_MAX = 200  # keyword candidates considered before the token budget trims them
 

@@ -14,15 +14,15 @@ from typing import Any, Callable, Protocol
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field
 
-from pipeline.analysis import identifier_words
-from pipeline.cache import TTLCache, cache_key
-from pipeline.catalog.models import ApiIndex
-from pipeline.llm import model_name
-from pipeline.prompts import PromptSet
-from pipeline.settings import Settings
-from pipeline.stages.llm_stage import LLMStage, with_fallback
-from pipeline.stages.results import QueryExpansion
-from pipeline.stages.timing import elapsed_ms
+from specrag.analysis import identifier_words
+from specrag.cache import TTLCache, cache_key
+from specrag.catalog.models import ApiIndex
+from specrag.llm import model_name
+from specrag.prompts import PromptSet
+from specrag.settings import Settings
+from specrag.stages.llm_stage import LLMStage, with_fallback
+from specrag.stages.results import QueryExpansion
+from specrag.stages.timing import elapsed_ms
 
 MAX_TERMS = 10
 IndexLoader = Callable[[str], "ApiIndex | None"]

@@ -21,12 +21,12 @@ from typing import Protocol
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from pipeline.api_models import SearchMode
-from pipeline.fusion import DEFAULT_K, fused_order, weighted_rrf
-from pipeline.nodes import Hit, RankedRows, as_node_with_score
-from pipeline.settings import Settings
-from pipeline.stages.names import without_names
-from pipeline.stages.query import SpecQuery
+from specrag.api_models import SearchMode
+from specrag.fusion import DEFAULT_K, fused_order, weighted_rrf
+from specrag.nodes import Hit, RankedRows, as_node_with_score
+from specrag.settings import Settings
+from specrag.stages.names import without_names
+from specrag.stages.query import SpecQuery
 
 
 class SearchIndex(Protocol):

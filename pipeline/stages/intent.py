@@ -2,7 +2,7 @@
 methods does its verb ask for?
 
 The first answer becomes a ``type`` filter for stage 3, which the retriever drops again when it
-leaves fewer than 3 results. The second is a soft prior (:mod:`pipeline.stages.method_prior`):
+leaves fewer than 3 results. The second is a soft prior (:mod:`specrag.stages.method_prior`):
 "create", "rename", "remove" are what HTTP's methods mean (RFC 9110), in any domain.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from pipeline.stages.names import without_names
+from specrag.stages.names import without_names
 
 
 class Intent(str, Enum):

@@ -15,14 +15,14 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from pydantic import BaseModel
 
-from pipeline.cache import TTLCache
-from pipeline.errors import LLMStageError
-from pipeline.llm import astructured_call, model_name, structured_call
-from pipeline.prompts import PromptInfo, PromptSet, check_template
-from pipeline.settings import Settings
-from pipeline.stages.results import LLMCall, StageMode, StageResult
-from pipeline.stages.timing import elapsed_ms
-from pipeline.tokens import count_tokens
+from specrag.cache import TTLCache
+from specrag.errors import LLMStageError
+from specrag.llm import astructured_call, model_name, structured_call
+from specrag.prompts import PromptInfo, PromptSet, check_template
+from specrag.settings import Settings
+from specrag.stages.results import LLMCall, StageMode, StageResult
+from specrag.stages.timing import elapsed_ms
+from specrag.tokens import count_tokens
 
 T = TypeVar("T", bound=BaseModel)
 MakeVars = Callable[[], "dict[str, Any] | None"]

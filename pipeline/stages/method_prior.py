@@ -1,12 +1,12 @@
 """Stage 3's method prior: the operations whose HTTP method the question's verb asks for move up.
 
 "Create a new playlist called 'Road Trip'" retrieves the playlist calls of every method; the
-verb says which one is meant (:func:`~pipeline.stages.intent.expected_methods`). The ranking is
+verb says which one is meant (:func:`~specrag.stages.intent.expected_methods`). The ranking is
 fused, by weighted reciprocal rank, with its own matching operations at their ranks: a soft
 prior. At weight 0.5 and k 10, a matching call at rank r passes a call of another method at
 rank r' when 10 + r < 1.5 (10 + r'): rank 6 passes rank 1, rank 12 passes ranks 5 to 11 but
 never the first four. Components and calls of other methods keep their order among themselves.
-Only a verb that changes something counts (:func:`~pipeline.stages.intent.expected_methods`).
+Only a verb that changes something counts (:func:`~specrag.stages.intent.expected_methods`).
 The weight is a setting (``RETRIEVAL_METHOD_WEIGHT``), chosen leave-one-set-out (README,
 "Measured"); the fusion constant is stage 1's (10), not tuned apart.
 """
@@ -19,10 +19,10 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from pipeline.fusion import weighted_rrf
-from pipeline.specs.ids import operation_method
-from pipeline.stages.intent import expected_methods
-from pipeline.stages.query import question_of
+from specrag.fusion import weighted_rrf
+from specrag.specs.ids import operation_method
+from specrag.stages.intent import expected_methods
+from specrag.stages.query import question_of
 
 RRF_K = 10  # stage 1's fusion constant (SELECTION_RRF_K's default)
 

@@ -3,7 +3,7 @@ can fill gets its best producer placed right before it, so the calls come in cal
 
 "Who directed the top-rated movie?" retrieves ``GET /movie/{movie_id}/credits``; its
 ``movie_id`` comes from ``GET /movie/top_rated`` (``results[].id``) or ``GET /search/movie``.
-The candidates are the operation's producers from the dependency graph (``pipeline.graph``,
+The candidates are the operation's producers from the dependency graph (``specrag.graph``,
 stored on the chunk at ingest). Each is scored from general signals, no word of any domain:
 
 - the edge's own strength (a stated link or an exact field name beats a type guess);
@@ -22,7 +22,7 @@ The chosen producer is itself checked (chains: ``/search/collection`` -> ``/coll
 -> ``/movie/{movie_id}/credits``), up to ``max_chain`` links.
 
 Then each name in the question ("the collection Star Wars", a capitalised name) gets the
-free-text lookup of its resource (see :mod:`pipeline.stages.names` for what the words around a
+free-text lookup of its resource (see :mod:`specrag.stages.names` for what the words around a
 name say). A name the grammar says owns or made another resource ("X's movies", "movies directed
 by X") is of a resource with a call that yields that one's ids (``/person/{id}/movie_credits``).
 The lookup is placed before the first hit that needs the resource's id, or after the top hit
@@ -51,14 +51,14 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from pipeline.analysis import query_terms
-from pipeline.nodes import Hit
-from pipeline.specs.ids import operation_method, parse_operation_id
-from pipeline.specs.models import decode_params, decode_producers
-from pipeline.stages.hybrid_retriever import ranking
-from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
-from pipeline.stages.query import SpecQuery, question_of
-from pipeline.stages.results import ADDED_STEP
+from specrag.analysis import query_terms
+from specrag.nodes import Hit
+from specrag.specs.ids import operation_method, parse_operation_id
+from specrag.specs.models import decode_params, decode_producers
+from specrag.stages.hybrid_retriever import ranking
+from specrag.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
+from specrag.stages.query import SpecQuery, question_of
+from specrag.stages.results import ADDED_STEP
 
 API_RANKING_DEPTH = 30
 FOLLOW_UP = "uses the "  # the reason of a call placed to use what an earlier one finds
@@ -111,7 +111,7 @@ def for_the_asker(offered: list, owned: list[str] | None,
                   edges_of: Callable[[str], list] | None = None) -> list:
     """The producers to choose from. For the asker's own things (``owned``: the words a
     first-person possessive governs, [] for the asker as beneficiary, which names no resource:
-    :func:`~pipeline.stages.names.owned_by_asker`), among the
+    :func:`~specrag.stages.names.owned_by_asker`), among the
     calls that name the caller (``GET /me``): the one whose record itself holds the id (``id``:
     the caller), else the caller's own list of the resource the possessive names ("my
     playlists": ``GET /me/playlists`` -> ``items[].id``). Without such a list, a list of that

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pipeline.stages.results import ApiSelection, QueryExpansion
+from specrag.stages.results import ApiSelection, QueryExpansion
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from typing import Optional
 
 from llama_index.core.schema import QueryBundle
 
-from pipeline.api_models import SearchMode
+from specrag.api_models import SearchMode
 
 
 def question_of(query: QueryBundle) -> str:

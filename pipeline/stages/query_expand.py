@@ -14,10 +14,10 @@ import time
 from collections import Counter
 from typing import Callable
 
-from pipeline.analysis import normalise, query_terms
-from pipeline.catalog.models import ApiIndex
-from pipeline.stages.results import QueryExpansion
-from pipeline.stages.timing import elapsed_ms
+from specrag.analysis import normalise, query_terms
+from specrag.catalog.models import ApiIndex
+from specrag.stages.results import QueryExpansion
+from specrag.stages.timing import elapsed_ms
 
 MAX_ADDED_TERMS = 8
 MIN_COVERAGE = 0.5

@@ -16,7 +16,7 @@ The rules, chosen to keep the output deterministic and the best hit complete:
   answer of its deep dependencies (User -> Address -> Country). The top hit's closure is bound
   by tokens only, not by chunk slots: an operation that needs 18 small schemas gets them all.
 - References are shown compact (``compact_references``): a component's property names and types,
-  one line each, without examples (see ``pipeline.specs.compact``); primaries keep their full text.
+  one line each, without examples (see ``specrag.specs.compact``); primaries keep their full text.
   A compact component's ``:partN`` chunks are not followed: the compact text covers it whole.
 - Parts of split chunks (``:partN``, the rest of a chunk's own text) come after every root's
   dependencies: a second hit's schemas matter more than the tail of the first hit's text.
@@ -50,14 +50,14 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from pipeline.nodes import context_chunk, context_node
-from pipeline.settings import Settings
-from pipeline.specs.ids import base_chunk_id
-from pipeline.specs.models import Chunk, decode_ref_ids
-from pipeline.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, emit
-from pipeline.stages.results import ContextChunk, ReferenceExpansion
-from pipeline.stages.timing import elapsed_ms
-from pipeline.tokens import count_tokens
+from specrag.nodes import context_chunk, context_node
+from specrag.settings import Settings
+from specrag.specs.ids import base_chunk_id
+from specrag.specs.models import Chunk, decode_ref_ids
+from specrag.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, emit
+from specrag.stages.results import ContextChunk, ReferenceExpansion
+from specrag.stages.timing import elapsed_ms
+from specrag.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 

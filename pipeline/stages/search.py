@@ -16,10 +16,10 @@ import time
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 
-from pipeline.stages.intent import TYPES_FOR_INTENT, classify
-from pipeline.stages.query import SpecQuery
-from pipeline.stages.results import ADDED_STEP, AddedStep, ApiSelection, QueryExpansion, SearchResult, StageMode
-from pipeline.stages.timing import elapsed_ms
+from specrag.stages.intent import TYPES_FOR_INTENT, classify
+from specrag.stages.query import SpecQuery
+from specrag.stages.results import ADDED_STEP, AddedStep, ApiSelection, QueryExpansion, SearchResult, StageMode
+from specrag.stages.timing import elapsed_ms
 
 RANKING_DEPTH = 10  # candidates ranked per query (the ranking metrics read the top 10)
 MIN_TYPED_RESULTS = 3

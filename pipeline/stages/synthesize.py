@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 import time
 
-from pipeline.context import KnowledgeContext
-from pipeline.errors import LLMStageError
-from pipeline.llm import atext_call, text_call
-from pipeline.stages.llm_stage import LLMStage
-from pipeline.stages.results import ContextChunk, LLMCall, SynthesisResult
-from pipeline.stages.timing import elapsed_ms
+from specrag.context import KnowledgeContext
+from specrag.errors import LLMStageError
+from specrag.llm import atext_call, text_call
+from specrag.stages.llm_stage import LLMStage
+from specrag.stages.results import ContextChunk, LLMCall, SynthesisResult
+from specrag.stages.timing import elapsed_ms
 
 _CITATION = re.compile(r"\[Source\s+(\d+)\]", re.IGNORECASE)
 

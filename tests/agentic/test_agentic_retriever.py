@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from pipeline.agentic.budget import CONTEXT_SHARE
-from pipeline.agentic.retriever import AgenticRetriever
-from pipeline.api_models import AgenticRetrievalRequest, RetrievalResponse
+from specrag.agentic.budget import CONTEXT_SHARE
+from specrag.agentic.retriever import AgenticRetriever
+from specrag.api_models import AgenticRetrievalRequest, RetrievalResponse
 
 TWO_PARTS = "List all pets in the store and then delete the user whose account is closed"
 PUT_USER = "Update the address of a user"
@@ -133,9 +133,9 @@ def test_a_producer_for_the_askers_own_things_is_the_call_that_names_the_caller(
     "my", the strongest that needs no id."""
     from types import SimpleNamespace
 
-    from pipeline.agentic.retriever import _Run
-    from pipeline.graph.models import DependencyEdge, EdgeSource
-    from pipeline.specs.models import Chunk, ChunkType
+    from specrag.agentic.retriever import _Run
+    from specrag.graph.models import DependencyEdge, EdgeSource
+    from specrag.specs.models import Chunk, ChunkType
 
     def op(path: str) -> str:
         return f"music:paths/{path.replace('/', '~1')}/get"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.catalog.build import api_index, catalog_entry, path_domain
-from pipeline.catalog.models import SchemaUse
-from pipeline.specs.ingest import ingest_spec
+from specrag.catalog.build import api_index, catalog_entry, path_domain
+from specrag.catalog.models import SchemaUse
+from specrag.specs.ingest import ingest_spec
 
 LONG_MD = ("The **Library** API lets you [manage books](https://example.com/docs) and `authors`. "
            + "It keeps _every_ edition of every book on the shelves of the library. " * 6)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.catalog.io import (CATALOG_FILE, GRAPH_DIR, INDEX_DIR, STATE_FILE, ApiIndexes, load_api_index,
+from specrag.catalog.io import (CATALOG_FILE, GRAPH_DIR, INDEX_DIR, STATE_FILE, ApiIndexes, load_api_index,
                                  load_catalog, render_api, write_catalogs)
-from pipeline.errors import IndexDamagedError, IndexNotBuiltError
-from pipeline.specs.ingest import ingest_paths
+from specrag.errors import IndexDamagedError, IndexNotBuiltError
+from specrag.specs.ingest import ingest_paths
 
 
 def _spec(title: str, resource: str, extra_path: str = "") -> str:
@@ -96,7 +96,7 @@ def test_api_indexes_are_read_on_first_use_and_only_the_recent_ones_kept(specs, 
     _write(specs, out)
     reads = []
     real = load_api_index
-    monkeypatch.setattr("pipeline.catalog.io.load_api_index", lambda d, fid: reads.append(fid) or real(d, fid))
+    monkeypatch.setattr("specrag.catalog.io.load_api_index", lambda d, fid: reads.append(fid) or real(d, fid))
     indexes = ApiIndexes(out, [e.file_id for e in load_catalog(out).apis], cached=2)
     assert reads == [] and list(indexes) == ["alpha", "beta", "gamma"] and len(indexes) == 3
     assert [e.path for e in indexes["beta"].endpoints] == ["/bananas"]

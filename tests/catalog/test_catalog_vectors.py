@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.catalog.vectors import blend_with_centroids
-from pipeline.stages.api_select import KeywordApiSelector
+from specrag.catalog.vectors import blend_with_centroids
+from specrag.stages.api_select import KeywordApiSelector
 
 
 def _unit(rows):

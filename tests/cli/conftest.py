@@ -1,4 +1,4 @@
-"""The CLI as a user runs it: a subprocess of ``python -m pipeline.cli`` with a clean environment
+"""The CLI as a user runs it: a subprocess of ``python -m specrag.cli`` with a clean environment
 (no settings inherited from the machine, an empty .env), its stdout, stderr and exit code."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 def run_cli(*args: str | bytes, cwd: Path, env: dict[str, str] | None = None,
             timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=cwd, env=env or clean_env(cwd),
+    return subprocess.run([sys.executable, "-m", "specrag.cli", *args], cwd=cwd, env=env or clean_env(cwd),
                           capture_output=True, text=True, timeout=timeout, errors="backslashreplace")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from pipeline.settings import Settings
-from pipeline.workspace import corpus_settings
+from specrag.settings import Settings
+from specrag.workspace import corpus_settings
 
 from .conftest import DEMO_SPECS, clean_env, run_cli
 

@@ -9,10 +9,10 @@ import json
 import pytest
 from llm.openai_server import Reply, ScriptedServer, answer
 
-from evals.report import EvalRun, Gold, QueryResult, RunInfo, RunMetrics
-from evals.metrics import LLMUsage, MetricSummary
-from pipeline.cli.evaluate import every_llm_call_failed
-from pipeline.context import Fallback
+from specrag.evals.report import EvalRun, Gold, QueryResult, RunInfo, RunMetrics
+from specrag.evals.metrics import LLMUsage, MetricSummary
+from specrag.cli.evaluate import every_llm_call_failed
+from specrag.context import Fallback
 
 from .conftest import DEMO_SET, DEMO_SPECS, run_cli
 

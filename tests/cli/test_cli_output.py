@@ -30,14 +30,14 @@ def test_verbose_shows_specrag_info_but_no_library_debug(demo_data):
     proc = run_cli("query", "How do I create a user?", "-v", cwd=cwd, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "DEBUG" not in proc.stderr and "Traceback" not in proc.stderr
-    assert any(line.startswith("INFO pipeline.") for line in proc.stderr.splitlines()), proc.stderr
+    assert any(line.startswith("INFO specrag.") for line in proc.stderr.splitlines()), proc.stderr
 
 
 def _run_with_tty_stderr(args: list[str], cwd, env) -> tuple[int, str]:
     """Run the CLI with stderr on a pseudo-terminal (as in an interactive shell); return (exit, stderr)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], cwd=cwd, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "specrag.cli", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
     chunks = []
@@ -66,7 +66,7 @@ def test_progress_bars_only_when_stderr_is_a_terminal(tmp_path):
 
 
 def test_reader_closing_stdout_is_a_quiet_exit(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "ingest", str(DEMO_SPECS), "--json",
+    proc = subprocess.Popen([sys.executable, "-m", "specrag.cli", "ingest", str(DEMO_SPECS), "--json",
                              "--no-catalogs"], cwd=tmp_path, env=clean_env(tmp_path),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # like `| head -1` exiting before specrag writes
@@ -77,14 +77,14 @@ def test_reader_closing_stdout_is_a_quiet_exit(tmp_path):
 
 def test_pipe_into_head_in_a_shell(demo_data):
     cwd, env = demo_data
-    cmd = f"{sys.executable} -m pipeline.cli query 'How do I create a user?' --json | head -1"
+    cmd = f"{sys.executable} -m specrag.cli query 'How do I create a user?' --json | head -1"
     proc = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.stdout == "{\n" and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
 
 
 def test_non_utf8_query_byte_keeps_json_valid(demo_data):
     cwd, env = demo_data
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "query", b"create a user\xff", "--json"],
+    proc = subprocess.run([sys.executable, "-m", "specrag.cli", "query", b"create a user\xff", "--json"],
                           cwd=cwd, env=env, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     ctx = json.loads(proc.stdout.decode("utf-8"))  # strict UTF-8
@@ -99,7 +99,7 @@ def test_non_utf8_file_name_keeps_ingest_json_valid(tmp_path):
     odd = os.path.join(os.fsencode(specs), b"odd\xff.yaml")
     with open(odd, "wb") as handle:
         handle.write((DEMO_SPECS / "users_api.yaml").read_bytes())
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "ingest", os.fsencode(specs), "--json",
+    proc = subprocess.run([sys.executable, "-m", "specrag.cli", "ingest", os.fsencode(specs), "--json",
                            "--no-catalogs"], cwd=tmp_path, env=clean_env(tmp_path), capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     report = json.loads(proc.stdout.decode("utf-8"))

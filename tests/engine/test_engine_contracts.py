@@ -10,8 +10,8 @@ import time
 import pytest
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 
-from pipeline.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, StageEndEvent
-from pipeline.stages.query import SpecQuery
+from specrag.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, StageEndEvent
+from specrag.stages.query import SpecQuery
 
 QUERIES = ["How do I create a user?", "List all pets available in the store", "What errors can creating a user return?",
            "Add a new pet with a category and tags", "find pets by status", "delete a user account"]
@@ -80,8 +80,8 @@ async def test_concurrent_aquery_never_blocks_the_event_loop(demo_engine, monkey
     """The CPU work of stage 3 and of the reference expansion never runs on the loop's thread (a
     structural check that holds on a loaded machine), and the loop keeps ticking meanwhile: no
     gap between ticks near the whole run, which a blocking implementation would show."""
-    from pipeline.stages.hybrid_retriever import HybridRetriever
-    from pipeline.stages.ref_expand import ReferenceExpander
+    from specrag.stages.hybrid_retriever import HybridRetriever
+    from specrag.stages.ref_expand import ReferenceExpander
 
     serial = {q: _signature(demo_engine.retrieve_context(q)) for q in QUERIES}
     threads: list[int] = []

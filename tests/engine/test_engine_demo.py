@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from llama_index.core.base.response.schema import Response
 
-from pipeline.context import KnowledgeContext
-from pipeline.engine import MAX_QUERY_CHARS, QueryError
-from pipeline.stages.api_select import KeywordApiSelector
+from specrag.context import KnowledgeContext
+from specrag.engine import MAX_QUERY_CHARS, QueryError
+from specrag.stages.api_select import KeywordApiSelector
 
 USERS = "users_api"
 PETS = "petstore_v2"
@@ -107,9 +107,9 @@ def test_context_round_trips_as_json(demo_engine):
 
 
 def test_the_method_prior_runs_before_producer_expansion_and_a_zero_weight_drops_it(demo_index):
-    from pipeline.factory import build_engine
-    from pipeline.stages.method_prior import MethodPrior
-    from pipeline.stages.producers import ProducerExpander
+    from specrag.factory import build_engine
+    from specrag.stages.method_prior import MethodPrior
+    from specrag.stages.producers import ProducerExpander
 
     local, store = demo_index
     steps = build_engine(local, store).steps

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.engine import ApiQueryEngine
-from pipeline.stages.hybrid_retriever import HybridRetriever
-from pipeline.stages.results import ApiSelection
+from specrag.engine import ApiQueryEngine
+from specrag.stages.hybrid_retriever import HybridRetriever
+from specrag.stages.results import ApiSelection
 
 CREATE_USER = "users_api:paths/~1users/post"
 

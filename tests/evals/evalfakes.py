@@ -3,10 +3,10 @@ each query with a hand-built KnowledgeContext (or raises)."""
 
 from __future__ import annotations
 
-from evals.querysets import EvalQuery, GoldEndpoint
-from pipeline.context import ContextChunk, Fallback, KnowledgeContext, LLMCall, RetrievalStats
-from pipeline.specs.ids import errors_chunk_id, make_chunk_id, operation_chunk_id, parse_operation_id, split_chunk_id
-from pipeline.specs.models import Chunk, ChunkType
+from specrag.evals.querysets import EvalQuery, GoldEndpoint
+from specrag.context import ContextChunk, Fallback, KnowledgeContext, LLMCall, RetrievalStats
+from specrag.specs.ids import errors_chunk_id, make_chunk_id, operation_chunk_id, parse_operation_id, split_chunk_id
+from specrag.specs.models import Chunk, ChunkType
 
 
 def op(api: str, method: str, path: str) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline, operation_document
-from evals.querysets import EvalQuery
-from evals.runner import baseline_scores
+from specrag.evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline, operation_document
+from specrag.evals.querysets import EvalQuery
+from specrag.evals.runner import baseline_scores
 
 CREATE_USER = "users_api:paths/~1users/post"
 

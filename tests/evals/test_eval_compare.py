@@ -3,8 +3,8 @@
 import pytest
 from evalfakes import demo_queries, engine_a, engine_b, users_lookup
 
-from evals.compare import compare_runs, query_deltas
-from evals.runner import run_eval, write_run
+from specrag.evals.compare import compare_runs, query_deltas
+from specrag.evals.runner import run_eval, write_run
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_results_json_path_works_and_queries_only_in_one_run(tmp_path, run_dirs)
 
 
 def test_query_deltas_skip_missing_completeness(run_dirs):
-    from evals.report import load_run
+    from specrag.evals.report import load_run
 
     a, b = (load_run(d) for d in run_dirs)
     q3a, q3b = a.queries[2], b.queries[2]

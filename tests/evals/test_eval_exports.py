@@ -1,6 +1,6 @@
 """The public names of the evals package (what the CLI and other tools import)."""
 
-import evals
+from specrag import evals
 
 
 def test_exported_members():

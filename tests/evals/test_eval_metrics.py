@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from evalfakes import ADDRESS, COUNTRY, POST_USERS, USER, USER_CREATE, DictLookup, make_chunk, op, schema
 
-from evals import metrics as m
-from evals.querysets import endpoint_key, normalize_path
-from pipeline.specs.ids import errors_chunk_id
+from specrag.evals import metrics as m
+from specrag.evals.querysets import endpoint_key, normalize_path
+from specrag.specs.ids import errors_chunk_id
 
 RANKING = ["a", "x", "b", "y", "z", "w", "v", "c"]
 
@@ -120,7 +120,7 @@ def test_ref_closure_skips_the_parts_of_a_split_chunk():
 
 
 def test_hidden_step_recovery_at_k():
-    from evals.metrics import hidden_step_recovery_at_k
+    from specrag.evals.metrics import hidden_step_recovery_at_k
 
     assert hidden_step_recovery_at_k(["s", "x", "c"], ["s", "c"], 10) == 1.0
     assert hidden_step_recovery_at_k(["c", "x", "s"], ["s", "c"], 2) == 0.0  # the hidden call is 3rd
@@ -130,7 +130,7 @@ def test_hidden_step_recovery_at_k():
 
 
 def test_ordered_pair_accuracy():
-    from evals.metrics import gold_pairs, ordered_pair_accuracy
+    from specrag.evals.metrics import gold_pairs, ordered_pair_accuracy
 
     assert gold_pairs(["a", "b", "c"]) == [("a", "b"), ("a", "c"), ("b", "c")]
     assert gold_pairs(["s", "s"]) == [] and gold_pairs(["a", "b", "a", "b"]) == [("a", "b"), ("b", "a")]
@@ -142,7 +142,7 @@ def test_ordered_pair_accuracy():
 
 
 def test_pair_order_accuracy_reads_only_the_pairs_the_plan_holds():
-    from evals.metrics import pair_order_accuracy
+    from specrag.evals.metrics import pair_order_accuracy
 
     assert pair_order_accuracy(["a", "c"], ["a", "b", "c"]) == 1.0  # (a, c) in order; pairs with b not held
     assert pair_order_accuracy(["c", "b", "a"], ["a", "b", "c"]) == 0.0
@@ -150,7 +150,7 @@ def test_pair_order_accuracy_reads_only_the_pairs_the_plan_holds():
 
 
 def test_edge_hits():
-    from evals.metrics import edge_hits
+    from specrag.evals.metrics import edge_hits
 
     steps = [("search", {}), ("credits", {"movie_id": {"search", "top"}}),
              ("person", {"person_id": {"search_person"}, "lang_id": set()})]

@@ -5,7 +5,7 @@ import json
 import pytest
 from evalfakes import ADDRESS, GET_USER, POST_USERS, USER, demo_queries, engine_a, users_lookup
 
-from evals.runner import EvalRun, run_eval, write_run
+from specrag.evals.runner import EvalRun, run_eval, write_run
 
 REQUIRED_QUERY_FIELDS = {"id", "set", "query", "gold", "selected_apis", "retrieved", "context_ids", "context_tokens",
                          "latency_ms", "fallbacks", "llm", "metrics", "error"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.loso import GridPoint, PointResult, loso_table, run_grid
+from specrag.evals.loso import GridPoint, PointResult, loso_table, run_grid
 
 DEMO_SET = Path(__file__).resolve().parents[2] / "evals" / "sets" / "demo.jsonl"
 

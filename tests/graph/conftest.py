@@ -11,7 +11,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 @pytest.fixture(scope="module")
 def fixture_apis():
-    from pipeline.specs.ingest import ingest_paths
+    from specrag.specs.ingest import ingest_paths
 
     ingest = ingest_paths([FIXTURES], 1500, progress=False, workers=1)
     assert not ingest.report.specs_skipped

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.graph.infer import MAX_FIELDS, operation_deps
+from specrag.graph.infer import MAX_FIELDS, operation_deps
 
 SCHEMAS = {
     "User": {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}},

@@ -4,11 +4,11 @@ Swagger 2 (``parameters`` refs, body parameters, ``definitions``)."""
 
 from __future__ import annotations
 
-from pipeline.catalog.build import api_index
-from pipeline.graph.build import MAX_PRODUCERS, api_graph
-from pipeline.graph.infer import operation_deps
-from pipeline.graph.models import EdgeSource, ParamNeed
-from pipeline.specs.ids import operation_chunk_id
+from specrag.catalog.build import api_index
+from specrag.graph.build import MAX_PRODUCERS, api_graph
+from specrag.graph.infer import operation_deps
+from specrag.graph.models import EdgeSource, ParamNeed
+from specrag.specs.ids import operation_chunk_id
 
 SHOP, LIB = "shop_oas3", "library_swagger2"
 
@@ -118,7 +118,7 @@ def test_each_parameter_keeps_its_best_producers():
 def test_a_parameter_shared_by_many_operations_is_ranked_once_and_never_by_itself(monkeypatch):
     """Twenty ``GET /p{i}/thing/{thingId}`` each need and return a thing: the candidates of
     ``thingId`` are ranked once, and each operation keeps the best others, never itself."""
-    from pipeline.graph import build
+    from specrag.graph import build
 
     resolve = lambda ref, base: None  # noqa: E731
     thing = {"parameters": [{"name": "thingId", "in": "path", "required": True}],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.graph.naming import (id_subject, is_id_name, param_resources, query_resources, static_segments, type_match,
+from specrag.graph.naming import (id_subject, is_id_name, param_resources, query_resources, static_segments, type_match,
                                   type_words)
 
 

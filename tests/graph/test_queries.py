@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.catalog.build import api_index
-from pipeline.cli import main
-from pipeline.graph.queries import GraphQueries, GraphQueryError
-from pipeline.specs.ids import operation_chunk_id
+from specrag.catalog.build import api_index
+from specrag.cli import main
+from specrag.graph.queries import GraphQueries, GraphQueryError
+from specrag.specs.ids import operation_chunk_id
 
 from .conftest import DictLookup
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.index.embeddings import build_embed_model
-from pipeline.settings import Settings
+from specrag.index.embeddings import build_embed_model
+from specrag.settings import Settings
 
 from .fleet import MODEL_DIR
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from pipeline.index.batching import BatchCoalescer
+from specrag.index.batching import BatchCoalescer
 
 
 def test_alone_a_caller_runs_its_own_batch_of_one():

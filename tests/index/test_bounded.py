@@ -1,4 +1,4 @@
-"""Exact top-k from int8 estimates (``pipeline.index.bounded``): the same rows and cosines as a
+"""Exact top-k from int8 estimates (``specrag.index.bounded``): the same rows and cosines as a
 full float32 product, whatever the ties, masks and depths."""
 
 import logging
@@ -6,7 +6,7 @@ import logging
 import numpy as np
 import pytest
 
-from pipeline.index.bounded import BoundedRows, Estimate, Int8Product, kth_largest, quantize_queries
+from specrag.index.bounded import ROW_CODE_LIMIT, BoundedRows, Estimate, Int8Product, kth_largest, quantize_queries
 
 
 def unit_rows(rng, n: int, dim: int) -> np.ndarray:
@@ -26,13 +26,38 @@ def block():
 
 
 def test_the_int8_product_is_exact_integer_arithmetic():
+    """Pinned against numpy's int64 product: the same integers on any CPU (on AVX2 without VNNI,
+    8-bit weights saturate a pair of products in int16; the product's 7-bit weights cannot)."""
     rng = np.random.default_rng(0)
-    codes = rng.integers(-127, 128, size=(40, 900), dtype=np.int8)
+    codes = rng.integers(-ROW_CODE_LIMIT, ROW_CODE_LIMIT + 1, size=(40, 900), dtype=np.int8)
     product = Int8Product.create(codes)
     queries = rng.integers(0, 256, size=(3, 40), dtype=np.uint8)
     expected = (queries.astype(np.int64) - 128) @ codes.astype(np.int64)
     assert np.array_equal(product(queries), expected)
     assert np.array_equal(product(queries[:1]), expected[:1])
+
+
+@pytest.mark.parametrize("query_code", [0, 255])
+@pytest.mark.parametrize("weight", [-ROW_CODE_LIMIT, ROW_CODE_LIMIT])
+def test_the_int8_product_is_exact_at_the_extremes(query_code, weight):
+    """Every pair of adjacent products at its largest magnitude, over the embedding's width."""
+    codes = np.full((384, 16), weight, dtype=np.int8)
+    codes[:, 1::2] = -weight  # alternating signs too
+    product = Int8Product.create(codes)
+    queries = np.full((2, 384), query_code, dtype=np.uint8)
+    queries[1, ::3] = 255 - query_code
+    expected = (queries.astype(np.int64) - 128) @ codes.astype(np.int64)
+    assert np.array_equal(product(queries), expected)
+
+
+def test_the_int8_product_refuses_weights_that_could_saturate():
+    with pytest.raises(ValueError, match="within"):
+        Int8Product.create(np.full((4, 4), ROW_CODE_LIMIT + 1, dtype=np.int8))
+
+
+def test_a_block_keeps_its_codes_within_the_exact_range(block):
+    bounded, _ = block
+    assert np.abs(bounded.codes.astype(np.int16)).max() == ROW_CODE_LIMIT
 
 
 def test_every_estimate_is_within_its_bound(block):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.bench_fleet import edit_one_spec
+from specrag.bench_fleet import edit_one_spec
 
 from .fleet import MODEL_DIR
 
@@ -21,7 +21,7 @@ DEMO_SPECS = ROOT / "examples" / "specs"
 # `specrag index` (or a query) in a fresh interpreter, then the LlamaIndex modules it loaded
 SCRIPT = """
 import json, sys
-from pipeline.cli import main
+from specrag.cli import main
 code = main(sys.argv[1:])
 print("exit", code)
 print("loaded", json.dumps(sorted(m for m in sys.modules if m.startswith("llama_index."))))

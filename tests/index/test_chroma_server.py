@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.index import ChunkStore, IndexBuilder
+from specrag.index import ChunkStore, IndexBuilder
 
 from .chroma_server import ChromaServer
 from .fleet import mini_fleet

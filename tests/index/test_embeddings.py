@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.index import embeddings
-from pipeline.index.embeddings import as_embedder, build_embed_model, embed_model_id, embed_queries
-from pipeline.index.vector_reuse import embed_text
-from pipeline.settings import Settings
-from pipeline.specs.ingest import ingest_paths
+from specrag.index import embeddings
+from specrag.index.embeddings import as_embedder, build_embed_model, embed_model_id, embed_queries
+from specrag.index.vector_reuse import embed_text
+from specrag.settings import Settings
+from specrag.specs.ingest import ingest_paths
 
 from .fleet import MODEL_DIR
 
@@ -77,7 +77,7 @@ def test_none_means_lexical_without_warning(caplog):
 def test_bad_model_path_warns_once_and_returns_none(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr(embeddings, "_warned", set())
     settings = Settings(embed_model_path=tmp_path / "missing-model")
-    with caplog.at_level(logging.WARNING, logger="pipeline.index.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="specrag.index.embeddings"):
         assert build_embed_model(settings) is None
         assert build_embed_model(settings) is None
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -88,7 +88,7 @@ def test_bad_model_path_warns_once_and_returns_none(tmp_path, caplog, monkeypatc
 def test_openai_without_extra_package_names_the_install(caplog, monkeypatch):
     monkeypatch.setattr(embeddings, "_warned", set())
     settings = Settings(embed_model="openai:text-embedding-3-small", openai_api_key="sk-test")
-    with caplog.at_level(logging.WARNING, logger="pipeline.index.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="specrag.index.embeddings"):
         model = build_embed_model(settings)
     try:
         import llama_index.embeddings.openai  # noqa: F401
@@ -107,7 +107,7 @@ def test_unreachable_hub_falls_back_to_lexical_at_once(tmp_path, monkeypatch, ca
     """No local path, nothing cached, hub unreachable: no 40 s of fastembed retries."""
     import time
 
-    import pipeline.index.embeddings as embeddings
+    import specrag.index.embeddings as embeddings
 
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "empty-cache"))
     monkeypatch.setattr(embeddings, "HUB_HOST", "127.0.0.1")  # nothing listens on 443 here

@@ -1,8 +1,8 @@
-"""The public names of pipeline.index (what the retriever, engine and CLI import)."""
+"""The public names of specrag.index (what the retriever, engine and CLI import)."""
 
 import inspect
 
-import pipeline.index as index
+import specrag.index as index
 
 
 def test_exported_members():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.index import ChunkStore, IndexBuilder, load_manifest
+from specrag.index import ChunkStore, IndexBuilder, load_manifest
 
 from .fleet import component, endpoint, mini_fleet, pets_api, users_api, weather_api
 
@@ -146,7 +146,7 @@ def test_empty_input_empties_the_index(settings, embed_model):
 def test_segment_folders_are_kept_when_the_store_cannot_be_read(tmp_path):
     import uuid
 
-    from pipeline.index.collections import remove_orphan_segments
+    from specrag.index.collections import remove_orphan_segments
 
     folder = tmp_path / "chroma"
     (folder / str(uuid.uuid4())).mkdir(parents=True)

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.index import ChunkStore, IndexBuilder
+from specrag.index import ChunkStore, IndexBuilder
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "specs"
 
 
 @pytest.fixture
 def apis():
-    ingest = pytest.importorskip("pipeline.specs.ingest")
+    ingest = pytest.importorskip("specrag.specs.ingest")
     if not EXAMPLES.is_dir():
         pytest.skip(f"{EXAMPLES} is absent")
     result = ingest.ingest_paths([EXAMPLES], workers=1)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.factory import build_engine
-from pipeline.index.lock import IndexLock
-from pipeline.index.manifest import load_manifest
-from pipeline.settings import Settings
-from pipeline.workspace import corpus_settings
+from specrag.cli import main
+from specrag.factory import build_engine
+from specrag.index.lock import IndexLock
+from specrag.index.manifest import load_manifest
+from specrag.settings import Settings
+from specrag.workspace import corpus_settings
 
 from .fleet import MODEL_DIR
 

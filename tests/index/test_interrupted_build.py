@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.index import ChunkStore, IndexBuilder, load_manifest
-from pipeline.index.builder import PAUSE_HOOK_ENV
-from pipeline.specs.models import ApiChunks
+from specrag.index import ChunkStore, IndexBuilder, load_manifest
+from specrag.index.builder import PAUSE_HOOK_ENV
+from specrag.specs.models import ApiChunks
 
 from .fleet import MODEL_DIR, api, component, endpoint
 
@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["books", "music", "maps", "films", "trains", "games"]
 BUILD = """
 import json, logging, sys
-from pipeline.settings import Settings
-from pipeline.index import ChunkStore, IndexBuilder
-from pipeline.specs.models import ApiChunks
+from specrag.settings import Settings
+from specrag.index import ChunkStore, IndexBuilder
+from specrag.specs.models import ApiChunks
 logging.basicConfig(level=logging.WARNING)
 apis = [ApiChunks.model_validate(a) for a in json.load(open(sys.argv[1]))]
 settings = Settings(data_dir=sys.argv[2], embed_model_path=sys.argv[3])

@@ -7,12 +7,12 @@ import bm25s
 import numpy as np
 import pytest
 
-from pipeline.analysis import index_tokens
-from pipeline.index.lexical import document_terms, query_terms
-from pipeline.index.local import LocalIndex
-from pipeline.index.pack_writer import NewApi, write_generation
-from pipeline.index.vector_reuse import embed_text, text_hash
-from pipeline.specs.models import ApiChunks
+from specrag.analysis import index_tokens
+from specrag.index.lexical import document_terms, query_terms
+from specrag.index.local import LocalIndex
+from specrag.index.pack_writer import NewApi, write_generation
+from specrag.index.vector_reuse import embed_text, text_hash
+from specrag.specs.models import ApiChunks
 
 from .fleet import mini_fleet, pets_api
 

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from pipeline.index import ChunkStore, IndexBuilder, embeddings
-from pipeline.settings import Settings
+from specrag.index import ChunkStore, IndexBuilder, embeddings
+from specrag.settings import Settings
 
 from .fleet import mini_fleet, pets_api, users_api
 
@@ -21,7 +21,7 @@ def lexical_settings(request, tmp_path, monkeypatch, caplog) -> Settings:
 
 
 def test_lexical_build_and_query(lexical_settings, caplog):
-    with caplog.at_level(logging.WARNING, logger="pipeline.index.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="specrag.index.embeddings"):
         store = ChunkStore.open(lexical_settings)
         store_again = ChunkStore.open(lexical_settings)
     expected_warnings = 0 if lexical_settings.embed_model == "none" else 1
@@ -49,7 +49,7 @@ def test_lexical_build_and_query(lexical_settings, caplog):
 def test_an_unloadable_model_never_turns_an_index_with_vectors_lexical(settings, embed_model, tmp_path, monkeypatch):
     """A model that fails to load (offline, a wrong path) is not a request for a lexical index:
     the update is refused and the vectors stay; only SPECRAG_EMBED_MODEL=none rebuilds without them."""
-    from pipeline.errors import EmbedModelUnavailableError
+    from specrag.errors import EmbedModelUnavailableError
 
     store = ChunkStore(settings, embed_model)
     IndexBuilder(store, settings).build(mini_fleet(), progress=False)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline.errors import IndexDamagedError
-from pipeline.index.manifest import (ApiEntry, ApiState, IndexShape, Manifest, load_manifest, manifest_path,
+from specrag.errors import IndexDamagedError
+from specrag.index.manifest import (ApiEntry, ApiState, IndexShape, Manifest, load_manifest, manifest_path,
                                      save_manifest)
 
 SHAPE = IndexShape(embed_model="none", chunker_version="1", chunk_max_tokens=1500, lexical_version="1")

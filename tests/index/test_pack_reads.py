@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.errors import IndexDamagedError
-from pipeline.index import ChunkStore, IndexBuilder
-from pipeline.index.pack import Pack
+from specrag.errors import IndexDamagedError
+from specrag.index import ChunkStore, IndexBuilder
+from specrag.index.pack import Pack
 
 from .fleet import mini_fleet
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import pipeline.specs.ingest as ingest_module
-from pipeline.catalog.io import CATALOG_FILE, INDEX_DIR
-from pipeline.index import ChunkStore
-from pipeline.workspace import corpus_settings, update_index
+import specrag.specs.ingest as ingest_module
+from specrag.catalog.io import CATALOG_FILE, INDEX_DIR
+from specrag.index import ChunkStore
+from specrag.workspace import corpus_settings, update_index
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "specs"
 QUERIES = ["create a new user", "delete a pet", "list the things", "weather forecast for a city", "order not found"]

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.errors import ChromaUnavailableError, IndexDamagedError
-from pipeline.factory import build_engine
-from pipeline.index.chroma_rows import ChromaRows
-from pipeline.index.collections import OWNER, TENANT, ForeignCollectionError, collection_name, files_name
-from pipeline.index.replica import published_generation, sync_corpus
-from pipeline.index.store import ChunkStore
-from pipeline.serve.kbs import KnowledgeBases
-from pipeline.workspace import corpus_settings, synced_corpus_settings, update_index
+from specrag.cli import main
+from specrag.errors import ChromaUnavailableError, IndexDamagedError
+from specrag.factory import build_engine
+from specrag.index.chroma_rows import ChromaRows
+from specrag.index.collections import OWNER, TENANT, ForeignCollectionError, collection_name, files_name
+from specrag.index.replica import published_generation, sync_corpus
+from specrag.index.store import ChunkStore
+from specrag.serve.kbs import KnowledgeBases
+from specrag.workspace import corpus_settings, synced_corpus_settings, update_index
 
 from .chroma_server import ChromaServer
 
@@ -91,8 +91,8 @@ def test_a_replica_answers_from_what_another_published(server, specs, settings, 
     local, _ = index(one, [specs], embed_model)
     generation = ChunkStore.open(local, embed_model=None).manifest.generation
     assert published_generation(ChunkStore(local, None)) == generation
-    monkeypatch.setattr("pipeline.specs.incremental.ingest_changed", _forbidden)  # no spec parsing...
-    monkeypatch.setattr("pipeline.index.vector_reuse.VectorSource.embed", _forbidden)  # ...and no embedding
+    monkeypatch.setattr("specrag.specs.incremental.ingest_changed", _forbidden)  # no spec parsing...
+    monkeypatch.setattr("specrag.index.vector_reuse.VectorSource.embed", _forbidden)  # ...and no embedding
     kbs = KnowledgeBases.open(two)
     kb = kbs.default(None)
     assert kb.kb_id == local.data_dir.name and kb.store.search_mode == "hybrid"
@@ -120,7 +120,7 @@ def test_specrag_query_on_a_fresh_replica_uses_the_corpus_on_the_server(server, 
 def test_an_update_reaches_a_running_replica_after_the_check_interval(server, specs, settings, embed_model,
                                                                       monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr("pipeline.index.replica.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("specrag.index.replica.time.monotonic", lambda: clock[0])
     one, two = replica(settings, server, "one"), replica(settings, server, "two", chroma_sync_s=30)
     index(one, [specs], embed_model)
     kbs = KnowledgeBases.open(two)

@@ -7,10 +7,10 @@ import pytest
 
 from llama_index.core.schema import NodeWithScore
 
-from pipeline.index import ChunkStore, IndexBuilder
-from pipeline.nodes import Hit, node_to_chunk
-from pipeline.stages.hybrid_retriever import HybridRetriever
-from pipeline.stages.query import SpecQuery
+from specrag.index import ChunkStore, IndexBuilder
+from specrag.nodes import Hit, node_to_chunk
+from specrag.stages.hybrid_retriever import HybridRetriever
+from specrag.stages.query import SpecQuery
 
 from .fleet import mini_fleet
 
@@ -88,7 +88,7 @@ def test_get_chunks_and_api_ids(store):
 def test_references_read_the_stored_metadata_the_index_keeps(store):
     """A reference's metadata comes from the index's per-row copy (not encoded again), shared and
     the same as the chunk's; the expansion over the store equals one over a plain lookup."""
-    from pipeline.stages.ref_expand import ReferenceExpander
+    from specrag.stages.ref_expand import ReferenceExpander
 
     class PlainLookup:
         def get_chunks(self, ids):
@@ -162,8 +162,8 @@ def test_ranked_rows_fuse_exactly_as_their_hit_lists(store):
     """Searches return their ranked rows (``RankedRows``), fused as arrays: the same hits, scores
     and tie order as the hit lists fused one hit at a time, with another API's hits taken out at
     their ranks as well."""
-    from pipeline.nodes import RankedRows
-    from pipeline.stages.hybrid_retriever import fuse_hits, without_apis
+    from specrag.nodes import RankedRows
+    from specrag.stages.hybrid_retriever import fuse_hits, without_apis
 
     def pairs(hits):
         return [(h.node.node_id, h.score) for h in hits]
@@ -216,7 +216,7 @@ def test_a_search_of_a_recent_scope_is_the_first_rows_of_its_ranking(store):
     """Stage 3's fleet-wide search repeats stage 1's evidence search, and producer expansion ranks
     an API 90 deep after stage 3 ranked it 30 deep: every search ranks at least RANKING_DEPTH deep
     and keeps it, later ones of the same scope are served from it and rank exactly as fresh ones."""
-    from pipeline.index.local import RANKING_DEPTH
+    from specrag.index.local import RANKING_DEPTH
 
     local, query = store.local, "postal address of a user"
     for search in (store.vector_search, store.lexical_search):
@@ -255,8 +255,8 @@ def test_whole_blocks_keep_endpoints_exact_and_others_as_int8(store):
     """The endpoint block (searched whole by every query's stage 1) keeps float32 rows for exact
     cosines, with int8 estimates to find which rows can rank; the component and error blocks become
     int8 codes with a scale per row: a quarter of the memory, cosines within 0.002."""
-    from pipeline.index.bounded import BoundedRows, Estimate
-    from pipeline.index.local import QuantizedRows, quantize
+    from specrag.index.bounded import BoundedRows, Estimate
+    from specrag.index.local import QuantizedRows, quantize
 
     local = store.local
     assert store.vector_search("user not found", None, None, 3)
@@ -282,7 +282,7 @@ def test_whole_blocks_keep_endpoints_exact_and_others_as_int8(store):
 def test_a_split_chunk_ranks_once_as_the_chunk_whichever_of_its_parts_matched(settings, embed_model):
     """Parts 2..N of a chunk too big for the token limit carry its search and embed texts, so they
     match as well as the chunk: every search gives the chunk once, at its best place."""
-    from pipeline.specs.split import split_chunk
+    from specrag.specs.split import split_chunk
 
     from .fleet import api, endpoint
 
@@ -309,7 +309,7 @@ def test_a_split_chunk_ranks_once_as_the_chunk_whichever_of_its_parts_matched(se
 
 
 def test_span_candidates_keep_every_row_that_can_reach_the_top_k():
-    from pipeline.index.bounded import best_rows
+    from specrag.index.bounded import best_rows
 
     rng = np.random.default_rng(7)
     sims = rng.choice(np.linspace(-1, 1, 9), size=500).astype(np.float32)  # many exact ties

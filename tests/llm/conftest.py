@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.catalog.models import ApiIndex, Catalog, CatalogEntry, EndpointEntry, SchemaEntry
-from pipeline.llm import build_llm
-from pipeline.prompts import PromptSet
-from pipeline.settings import Settings
+from specrag.catalog.models import ApiIndex, Catalog, CatalogEntry, EndpointEntry, SchemaEntry
+from specrag.llm import build_llm
+from specrag.prompts import PromptSet
+from specrag.settings import Settings
 
 from .fakes import FakeKeywordExpander, FakeKeywordSelector
 from .openai_server import ScriptedServer
@@ -97,7 +97,7 @@ def fallback_expander() -> FakeKeywordExpander:
 @pytest.fixture
 def llm_engine(demo_index, server):
     """A factory: the demo corpus's engine in LLM mode, pointed at the scripted server."""
-    from pipeline.factory import build_engine
+    from specrag.factory import build_engine
 
     def make(**overrides):
         local, store = demo_index

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from pipeline.catalog.models import Catalog
-from pipeline.stages.results import ApiSelection, QueryExpansion
+from specrag.catalog.models import Catalog
+from specrag.stages.results import ApiSelection, QueryExpansion
 
 
 def _words(text: str) -> set[str]:

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from pipeline.cache import TTLCache, cache_key, normalise_query
-from pipeline.stages.api_select_llm import SelectionAnswer as ApiSelection
+from specrag.cache import TTLCache, cache_key, normalise_query
+from specrag.stages.api_select_llm import SelectionAnswer as ApiSelection
 
 
 class Clock:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pipeline.deadline import current_deadline, deadline_scope
+from specrag.deadline import current_deadline, deadline_scope
 
 from .openai_server import answer
 

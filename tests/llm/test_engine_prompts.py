@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from llama_index.core.prompts import PromptTemplate
 
-from pipeline.errors import PromptError
-from pipeline.prompts import prompt_hash
+from specrag.errors import PromptError
+from specrag.prompts import prompt_hash
 
 from .openai_server import answer
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evals.querysets import load_query_sets
-from evals.runner import run_eval, write_run
+from specrag.evals.querysets import load_query_sets
+from specrag.evals.runner import run_eval, write_run
 
 from .openai_server import Reply, answer
 

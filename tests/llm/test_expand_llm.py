@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from llama_index.core.utils import get_tokenizer
 
-from pipeline.cache import TTLCache
-from pipeline.catalog.models import ApiIndex, EndpointEntry
-from pipeline.analysis import identifier_words as words
-from pipeline.stages.expand_llm import LLMQueryExpander, vocabulary
+from specrag.cache import TTLCache
+from specrag.catalog.models import ApiIndex, EndpointEntry
+from specrag.analysis import identifier_words as words
+from specrag.stages.expand_llm import LLMQueryExpander, vocabulary
 
 from .openai_server import Reply, answer
 

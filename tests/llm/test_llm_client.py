@@ -9,10 +9,10 @@ import pytest
 from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
-from pipeline.errors import LLMStageError
-from pipeline.llm import RetryPolicy, build_llm, parse_output, structured_call, text_call
-from pipeline.settings import Settings
-from pipeline.stages.api_select_llm import SelectionAnswer as ApiSelection
+from specrag.errors import LLMStageError
+from specrag.llm import RetryPolicy, build_llm, parse_output, structured_call, text_call
+from specrag.settings import Settings
+from specrag.stages.api_select_llm import SelectionAnswer as ApiSelection
 
 from .openai_server import Reply, answer
 

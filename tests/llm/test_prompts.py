@@ -7,12 +7,12 @@ import shutil
 import pytest
 from llama_index.core.prompts import PromptTemplate
 
-from pipeline.context import KnowledgeContext
-from pipeline.errors import PromptError, SpecragError
-from pipeline.prompts import PROMPT_VARS, PromptSet, prompt_hash
-from pipeline.stages import synthesize
-from pipeline.stages.api_select_llm import LLMApiSelector
-from pipeline.stages.expand_llm import LLMQueryExpander
+from specrag.context import KnowledgeContext
+from specrag.errors import PromptError, SpecragError
+from specrag.prompts import PROMPT_VARS, PromptSet, prompt_hash
+from specrag.stages import synthesize
+from specrag.stages.api_select_llm import LLMApiSelector
+from specrag.stages.expand_llm import LLMQueryExpander
 
 from .conftest import PROMPTS_DIR
 from .openai_server import answer

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from llama_index.core.utils import get_tokenizer
 
-from pipeline.catalog.io import load_api_indexes, load_catalog, write_catalogs
-from pipeline.llm import build_llm
-from pipeline.specs.ingest import ingest_paths
-from pipeline.stages.api_select import KeywordApiSelector
-from pipeline.stages.api_select_llm import LLMApiSelector, catalog_line
+from specrag.catalog.io import load_api_indexes, load_catalog, write_catalogs
+from specrag.llm import build_llm
+from specrag.specs.ingest import ingest_paths
+from specrag.stages.api_select import KeywordApiSelector
+from specrag.stages.api_select_llm import LLMApiSelector, catalog_line
 
 from .openai_server import answer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from llama_index.core.utils import get_tokenizer
 
-from pipeline.cache import TTLCache
-from pipeline.catalog.models import Catalog, CatalogEntry
-from pipeline.stages.api_select_llm import LLMApiSelector
+from specrag.cache import TTLCache
+from specrag.catalog.models import Catalog, CatalogEntry
+from specrag.stages.api_select_llm import LLMApiSelector
 
 from .fakes import FakeKeywordSelector
 from .openai_server import Reply, answer
@@ -135,7 +135,7 @@ def test_shortlisting_keeps_the_prompt_under_budget(server, llm, prompts, make_s
 
 
 def test_shortlisting_with_the_real_keyword_selector(server, llm, prompts, settings):
-    from pipeline.stages.api_select import KeywordApiSelector
+    from specrag.stages.api_select import KeywordApiSelector
 
     catalog = _big_catalog(2000)
     keyword = KeywordApiSelector(catalog, {}, max_apis=3)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.context import ContextChunk, KnowledgeContext
-from pipeline.stages.results import StageMode
-from pipeline.stages.synthesize import Synthesizer, cited_sources, render_sources
+from specrag.context import ContextChunk, KnowledgeContext
+from specrag.stages.results import StageMode
+from specrag.stages.synthesize import Synthesizer, cited_sources, render_sources
 
 from .openai_server import Reply, answer
 

@@ -8,7 +8,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def demo_kbs(demo_index):
-    from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
+    from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 
     _, store = demo_index
     return KnowledgeBases([KnowledgeBase.open(store)])
@@ -16,7 +16,7 @@ def demo_kbs(demo_index):
 
 @pytest.fixture
 def app(demo_kbs):
-    from pipeline.serve.app import create_app
+    from specrag.serve.app import create_app
 
     return create_app(demo_kbs)
 
@@ -37,8 +37,8 @@ def kb_id(demo_kbs):
 @pytest.fixture(scope="session")
 def tenant_world(tmp_path_factory, make_demo_settings):
     """(tenants with keys, kb_id both tenants hold, kb_id only beta holds): see tenants.py."""
-    from pipeline.serve.keys import ApiKeys
-    from pipeline.serve.tenancy import Tenants
+    from specrag.serve.keys import ApiKeys
+    from specrag.serve.tenancy import Tenants
 
     from .tenants import build_two_tenants
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from pipeline.api_models import (AgenticRetrievalRequest, BasicRetrievalRequest, RetrievalResponse, RetrievalStep)
+from specrag.api_models import (AgenticRetrievalRequest, BasicRetrievalRequest, RetrievalResponse, RetrievalStep)
 
 pytestmark = pytest.mark.anyio
 URL = "/api/v1/retrieve/agentic"
@@ -16,7 +16,7 @@ class TwoSteps:
     """Retrieves the question, then its second half, over every knowledge base; merges the results."""
 
     async def arun(self, request: AgenticRetrievalRequest, kbs) -> RetrievalResponse:
-        from pipeline.serve.basic import BasicRetrieval
+        from specrag.serve.basic import BasicRetrieval
 
         basic = BasicRetrieval(kbs)
         kb_ids = request.kb_ids or [kb.kb_id for kb in kbs.all()]
@@ -36,8 +36,8 @@ class TwoSteps:
 
 @pytest.fixture
 async def agentic_client(demo_kbs):
-    from pipeline.serve.app import create_app
-    from pipeline.serve.routes.agentic import agentic_router
+    from specrag.serve.app import create_app
+    from specrag.serve.routes.agentic import agentic_router
 
     app = create_app(demo_kbs, extra_routers=[agentic_router(TwoSteps())])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://specrag") as client:

@@ -5,7 +5,7 @@ import gc
 
 from threadpoolctl import threadpool_info
 
-from pipeline.serve.concurrency import serving_threads
+from specrag.serve.concurrency import serving_threads
 
 
 def _blas_threads() -> list[int]:

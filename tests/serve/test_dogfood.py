@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.serve.graph_wiring import routers
-from pipeline.serve.openapi import write_service_openapi
+from specrag.serve.graph_wiring import routers
+from specrag.serve.openapi import write_service_openapi
 
 QUESTIONS = {
     "how do I run an agentic retrieval?": ("/api/v1/retrieve/agentic", "AgenticRetrievalRequest"),
@@ -16,8 +16,8 @@ QUESTIONS = {
 
 @pytest.fixture(scope="module")
 def own_engine(tmp_path_factory, demo_index, demo_kbs):
-    from pipeline.factory import build_engine
-    from pipeline.workspace import update_index
+    from specrag.factory import build_engine
+    from specrag.workspace import update_index
 
     tmp = tmp_path_factory.mktemp("dogfood")
     spec = write_service_openapi(tmp / "specs" / "specrag.json", routers())

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from pipeline.cli import main
-from pipeline.serve.graph_wiring import mcp_tools, routers
+from specrag.cli import main
+from specrag.serve.graph_wiring import mcp_tools, routers
 
 pytestmark = pytest.mark.anyio
 EMAIL = "Change the email address of a user"
@@ -18,7 +18,7 @@ EMAIL = "Change the email address of a user"
 
 @pytest.fixture
 async def wired(demo_kbs):
-    from pipeline.serve.app import create_app
+    from specrag.serve.app import create_app
 
     app = create_app(demo_kbs, extra_routers=routers())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://specrag") as client:
@@ -64,7 +64,7 @@ async def test_the_agentic_route_runs_over_one_named_knowledge_base(wired, kb_id
 
 @pytest.mark.needs_embeddings
 async def test_the_mcp_plan_and_impact_tools(demo_kbs):
-    from pipeline.serve.mcp_server import create_mcp_server
+    from specrag.serve.mcp_server import create_mcp_server
 
     async with Client(create_mcp_server(demo_kbs, **mcp_tools())) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -21,7 +21,7 @@ from .tenants import MARKER, SPECS, mark_create_user
 @pytest.fixture
 def served_copy(tmp_path, make_demo_settings):
     """(settings, specs copy, KnowledgeBases) over a copy of the demo specs, default tenant."""
-    from pipeline.serve.kbs import KnowledgeBases
+    from specrag.serve.kbs import KnowledgeBases
 
     specs = tmp_path / "specs"
     shutil.copytree(SPECS, specs)
@@ -36,10 +36,10 @@ def _create_user_text(kb) -> str:
 
 
 def test_the_watcher_swaps_in_a_new_generation_and_the_old_one_still_answers(served_copy):
-    from pipeline.index.lock import IndexLock
-    from pipeline.serve.reload import IndexWatcher, served_generation
-    from pipeline.serve.tenancy import Tenants
-    from pipeline.workspace import update_index
+    from specrag.index.lock import IndexLock
+    from specrag.serve.reload import IndexWatcher, served_generation
+    from specrag.serve.tenancy import Tenants
+    from specrag.workspace import update_index
 
     settings, specs, kbs = served_copy
     watcher = IndexWatcher(Tenants.local(kbs), interval_s=0.1)
@@ -61,9 +61,9 @@ def test_the_watcher_swaps_in_a_new_generation_and_the_old_one_still_answers(ser
 
 
 def test_a_damaged_new_index_keeps_the_old_one_serving(served_copy, caplog):
-    from pipeline.index.manifest import manifest_path
-    from pipeline.serve.reload import IndexWatcher
-    from pipeline.serve.tenancy import Tenants
+    from specrag.index.manifest import manifest_path
+    from specrag.serve.reload import IndexWatcher
+    from specrag.serve.tenancy import Tenants
 
     settings, specs, kbs = served_copy
     watcher = IndexWatcher(Tenants.local(kbs), interval_s=0.1)
@@ -75,7 +75,7 @@ def test_a_damaged_new_index_keeps_the_old_one_serving(served_copy, caplog):
 
 
 def test_reindex_while_clients_send_requests_over_loopback(served_copy):
-    from pipeline.serve.app import create_app
+    from specrag.serve.app import create_app
 
     settings, specs, kbs = served_copy
     kb_id = kbs.all()[0].kb_id
@@ -105,7 +105,7 @@ def test_reindex_while_clients_send_requests_over_loopback(served_copy):
             time.sleep(1.0)
             mark_create_user(specs)
             env = {"SPECRAG_EMBED_MODEL_PATH": str(LOCAL_MODEL), "SPECRAG_EMBED_MODEL": settings.embed_model}
-            done = subprocess.run([sys.executable, "-m", "pipeline.cli", "index", str(specs), "--data-dir",
+            done = subprocess.run([sys.executable, "-m", "specrag.cli", "index", str(specs), "--data-dir",
                                    str(settings.data_dir)], cwd=ROOT, capture_output=True, text=True, timeout=300,
                                   env={**os.environ, **env})
             assert done.returncode == 0, done.stderr
@@ -127,7 +127,7 @@ def test_reindex_while_clients_send_requests_over_loopback(served_copy):
 def test_requests_in_flight_finish_when_the_server_stops(demo_kbs):
     from fastapi import APIRouter
 
-    from pipeline.serve.app import create_app
+    from specrag.serve.app import create_app
 
     slow = APIRouter()
 

@@ -18,7 +18,7 @@ from .live import DEMO_SPECS, LOCAL_MODEL, ROOT, free_port, running_uvicorn
 class TestRealUvicorn:
     @pytest.fixture(scope="class")
     def base_url(self, demo_kbs):
-        from pipeline.serve.app import create_app
+        from specrag.serve.app import create_app
 
         with running_uvicorn(create_app(demo_kbs)) as url:
             yield url
@@ -51,7 +51,7 @@ class TestRealUvicorn:
     def test_the_load_generator_times_real_requests_and_counts_failures(self, base_url, kb_id):
         import asyncio
 
-        from pipeline.serve.loadtest import LoadSpec, run_load
+        from specrag.serve.loadtest import LoadSpec, run_load
 
         spec = LoadSpec(url=base_url, kb_id=kb_id, queries=["list pets", "create a user"], clients=2, duration_s=1.0,
                         warmup_s=0.2, mode="hybrid", top_k=3)
@@ -71,7 +71,7 @@ def specrag_serve(tmp_path, *extra: str):
                SPECRAG_EMBED_MODEL="sentence-transformers/all-MiniLM-L6-v2" if (LOCAL_MODEL / "model.onnx").is_file()
                else "none", OPENAI_API_KEY="", SPECRAG_LLM_BASE_URL="")
     log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve", "--corpus", str(DEMO_SPECS), "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "specrag.cli", "serve", "--corpus", str(DEMO_SPECS), "--port",
                              str(port), "--data-dir", str(tmp_path / "data"), *extra], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=log, text=True)
     try:

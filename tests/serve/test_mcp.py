@@ -15,7 +15,7 @@ TOOLS = {"search_apis", "search_operations", "get_context", "get_operation", "ge
 
 @pytest.fixture(scope="module")
 def mcp_server(demo_kbs):
-    from pipeline.serve.mcp_server import create_mcp_server
+    from specrag.serve.mcp_server import create_mcp_server
 
     return create_mcp_server(demo_kbs)
 

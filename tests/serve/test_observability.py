@@ -45,7 +45,7 @@ async def test_metrics_count_requests_and_observe_latencies(client, kb_id):
 
 @pytest.mark.parametrize("queued", [False, True], ids=["direct", "queued"])
 async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id, monkeypatch, queued):
-    from pipeline.serve.logs import QUIET, configure_json_logging
+    from specrag.serve.logs import QUIET, configure_json_logging
 
     stream = io.StringIO()
     root = logging.getLogger()
@@ -70,7 +70,7 @@ async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id,
     for rid in ids:
         mine = [line for line in lines if line["request_id"] == rid]
         assert {m["message"] for m in mine} >= {"context", "http.request"}
-        assert any(m["logger"] == "pipeline.engine" for m in mine)  # written in a worker thread
+        assert any(m["logger"] == "specrag.engine" for m in mine)  # written in a worker thread
         event = next(m for m in mine if m["message"] == "context")
         assert {"event", "request_id", "steps", "sub_queries", "total_results", "total_tokens", "total_latency_ms",
                 "truncated", "reasoning_effort"} <= set(event)
@@ -81,7 +81,7 @@ async def test_a_request_is_one_span_tree_in_opentelemetry(client, kb_id):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from pipeline.serve.tracing import install_instrumentation
+    from specrag.serve.tracing import install_instrumentation
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -106,7 +106,7 @@ async def test_a_request_is_one_span_tree_in_opentelemetry(client, kb_id):
 
 
 def test_a_remembered_metric_child_is_the_one_labels_gives_and_counts_in_the_exposition():
-    from pipeline.serve.metrics import ServiceMetrics
+    from specrag.serve.metrics import ServiceMetrics
 
     metrics = ServiceMetrics()
     first = metrics.child(metrics.requests, "retrieve.basic", "vector", "ok")

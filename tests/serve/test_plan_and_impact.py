@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from pydantic import BaseModel
 
-from pipeline.api_models import BasicRetrievalRequest
+from specrag.api_models import BasicRetrievalRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -25,8 +25,8 @@ class Impact(BaseModel):
 
 
 async def first_two_operations(kb, query: str) -> Plan:
-    from pipeline.serve.basic import BasicRetrieval
-    from pipeline.serve.kbs import KnowledgeBases
+    from specrag.serve.basic import BasicRetrieval
+    from specrag.serve.kbs import KnowledgeBases
 
     response = await BasicRetrieval(KnowledgeBases([kb])).arun(BasicRetrievalRequest(
         kb_id=kb.kb_id, query=query, top_k=2, filters={"type": ["endpoint"]}, similarity_threshold=0))
@@ -35,7 +35,7 @@ async def first_two_operations(kb, query: str) -> Plan:
 
 async def referenced_by(kb, api: str, schema: str) -> Impact:
     """Everything that references the schema, directly or through other schemas (a BFS on referenced_by)."""
-    from pipeline.serve.lookup import get_schema
+    from specrag.serve.lookup import get_schema
 
     start = (await asyncio.to_thread(get_schema, kb, api, schema)).chunk_id
     seen, frontier = {start}, [start]
@@ -47,8 +47,8 @@ async def referenced_by(kb, api: str, schema: str) -> Impact:
 
 
 async def test_the_plan_route(demo_kbs):
-    from pipeline.serve.app import create_app
-    from pipeline.serve.routes.plan import plan_router
+    from specrag.serve.app import create_app
+    from specrag.serve.routes.plan import plan_router
 
     app = create_app(demo_kbs, extra_routers=[plan_router(first_two_operations, Plan)])
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://specrag") as client:
@@ -63,7 +63,7 @@ async def test_the_plan_route(demo_kbs):
 
 
 async def test_the_mcp_plan_and_impact_tools(demo_kbs):
-    from pipeline.serve.mcp_server import create_mcp_server
+    from specrag.serve.mcp_server import create_mcp_server
 
     server = create_mcp_server(demo_kbs, planner=(first_two_operations, Plan), impact=(referenced_by, Impact))
     async with Client(server) as client:

@@ -6,7 +6,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from pipeline.serve.request_ids import new_request_id
+from specrag.serve.request_ids import new_request_id
 
 
 def test_ids_are_32_hex_digits_and_never_repeat_across_threads():

@@ -75,8 +75,8 @@ async def test_health_readiness_and_openapi_need_no_key(client, kb_id):
 
 
 def test_an_indexed_corpus_is_served_by_folder_name_or_alias(demo_index):
-    from pipeline.errors import IndexNotBuiltError
-    from pipeline.serve.kbs import _existing
+    from specrag.errors import IndexNotBuiltError
+    from specrag.serve.kbs import _existing
 
     local, _ = demo_index
     root = local.model_copy(update={"data_dir": local.data_dir.parent.parent})
@@ -90,9 +90,9 @@ async def test_schema_lookups_read_an_api_index_once_through_the_engines_reader(
     """The service's lookups and the engine's stages share one cache of parsed API indexes."""
     import httpx
 
-    from pipeline.catalog import io
-    from pipeline.serve.app import create_app
-    from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
+    from specrag.catalog import io
+    from specrag.serve.app import create_app
+    from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 
     reads = []
     real = io.load_api_index

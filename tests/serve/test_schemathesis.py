@@ -14,8 +14,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
                                                status_code_conformance)
 
-from pipeline.serve.graph_wiring import routers
-from pipeline.serve.openapi import service_openapi
+from specrag.serve.graph_wiring import routers
+from specrag.serve.openapi import service_openapi
 
 CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
 DOCUMENT = service_openapi(routers())
@@ -24,7 +24,7 @@ schema = schemathesis.openapi.from_dict(DOCUMENT)
 
 @pytest.fixture(scope="module")
 def served_app(demo_kbs):
-    from pipeline.serve.app import create_app
+    from specrag.serve.app import create_app
 
     app = create_app(demo_kbs, extra_routers=routers())
     assert app.openapi() == DOCUMENT  # the document under test is the one the app serves

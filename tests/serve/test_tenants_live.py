@@ -36,9 +36,9 @@ def _call_get_operation(url: str, headers: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def mcp_url(tenant_world):
-    from pipeline.serve.graph_wiring import mcp_tools
-    from pipeline.serve.mcp_http import streamable_http_app
-    from pipeline.serve.mcp_server import create_mcp_server
+    from specrag.serve.graph_wiring import mcp_tools
+    from specrag.serve.mcp_http import streamable_http_app
+    from specrag.serve.mcp_server import create_mcp_server
 
     tenants = tenant_world[0]
     app = streamable_http_app(create_mcp_server(tenants, **mcp_tools()), tenants, "127.0.0.1")
@@ -55,9 +55,9 @@ def test_mcp_over_streamable_http_needs_a_key_and_answers_from_its_tenant(mcp_ur
 
 
 def test_no_key_in_any_log_line_of_a_real_server(tenant_world, mcp_url, caplog):
-    from pipeline.serve.app import create_app
-    from pipeline.serve.graph_wiring import routers
-    from pipeline.serve.logs import json_handler
+    from specrag.serve.app import create_app
+    from specrag.serve.graph_wiring import routers
+    from specrag.serve.logs import json_handler
 
     stream = io.StringIO()
     handler = json_handler(stream)
@@ -97,7 +97,7 @@ def _env(**extra) -> dict:
 def test_specrag_serve_with_keys_asks_for_them_and_never_logs_them(tmp_path):
     port, url = free_port(), None
     log = (tmp_path / "serve.log").open("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve", "--corpus", str(DEMO_SPECS), "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "specrag.cli", "serve", "--corpus", str(DEMO_SPECS), "--port",
                              str(port), "--data-dir", str(tmp_path / "data"), "--tenant", "acme"], cwd=ROOT,
                             env=_env(SPECRAG_API_KEYS=f"acme:{KEYS['acme']}"), stdout=subprocess.DEVNULL,
                             stderr=log, text=True)
@@ -124,7 +124,7 @@ def test_specrag_serve_with_keys_asks_for_them_and_never_logs_them(tmp_path):
 
 
 def test_without_keys_serve_refuses_a_non_loopback_address(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "serve", "--host", "0.0.0.0", "--data-dir",
+    done = subprocess.run([sys.executable, "-m", "specrag.cli", "serve", "--host", "0.0.0.0", "--data-dir",
                            str(tmp_path)], cwd=ROOT, env=_env(SPECRAG_API_KEYS="", SPECRAG_API_KEYS_FILE=""),
                           capture_output=True, text=True, timeout=120)
     lines = done.stderr.strip().splitlines()
@@ -133,7 +133,7 @@ def test_without_keys_serve_refuses_a_non_loopback_address(tmp_path):
 
 
 def test_is_loopback():
-    from pipeline.cli.serve import is_loopback
+    from specrag.cli.serve import is_loopback
 
     assert all(map(is_loopback, ["127.0.0.1", "::1", "[::1]", "localhost", "127.0.0.2"]))
     assert not any(map(is_loopback, ["0.0.0.0", "192.168.1.4", "example.com", "::"]))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import signal
 
-from pipeline.settings import Settings
-from pipeline.specs.chunker import SpecChunker
-from pipeline.specs.limits import SpecLimits
+from specrag.settings import Settings
+from specrag.specs.chunker import SpecChunker
+from specrag.specs.limits import SpecLimits
 
 GOOD = """\
 openapi: 3.0.0

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.settings import Settings
-from pipeline.specs import ids
-from pipeline.specs.ingest import count_tokens, ingest_paths
-from pipeline.specs.limits import SpecLimits
+from specrag.settings import Settings
+from specrag.specs import ids
+from specrag.specs.ingest import count_tokens, ingest_paths
+from specrag.specs.limits import SpecLimits
 
 N_OPS = 2200
 TEN_MB = 10 * 1024 * 1024

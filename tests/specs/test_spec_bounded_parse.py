@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.errors import SpecError
-from pipeline.specs.ingest import ingest_paths, ingest_spec
-from pipeline.specs.limits import ParseBudget
-from pipeline.specs.parse import parse_text
+from specrag.errors import SpecError
+from specrag.specs.ingest import ingest_paths, ingest_spec
+from specrag.specs.limits import ParseBudget
+from specrag.specs.parse import parse_text
 
 from .hostile import GOOD, billion_laughs, limits, spec
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.specs.ingest import ingest_spec
-from pipeline.specs.models import Chunk, ChunkType
+from specrag.specs.ingest import ingest_spec
+from specrag.specs.models import Chunk, ChunkType
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.specs.closure import closure_fit, operation_closures
-from pipeline.specs.ingest import ingest_paths
+from specrag.specs.closure import closure_fit, operation_closures
+from specrag.specs.ingest import ingest_paths
 
 SPEC = """\
 openapi: 3.0.0

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.specs.compact import compact_component
-from pipeline.specs.ingest import ingest_spec
-from pipeline.specs.loader import SpecSource
-from pipeline.specs.limits import SpecLimits
+from specrag.specs.compact import compact_component
+from specrag.specs.ingest import ingest_spec
+from specrag.specs.loader import SpecSource
+from specrag.specs.limits import SpecLimits
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 SPECS = [CORPUS / "restbench" / "tmdb.json", CORPUS / "twilio" / "twilio_api_v2010.json"]

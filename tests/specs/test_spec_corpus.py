@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.settings import Settings
-from pipeline.specs.ingest import CorpusIngest, ingest_paths
+from specrag.settings import Settings
+from specrag.specs.ingest import CorpusIngest, ingest_paths
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 DO_ENTRY = CORPUS / "digitalocean" / "specification" / "DigitalOcean-public.v2.yaml"

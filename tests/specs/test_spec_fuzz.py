@@ -16,7 +16,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from pipeline.specs.ingest import ingest_paths
+from specrag.specs.ingest import ingest_paths
 
 from .hostile import billion_laughs, limits
 

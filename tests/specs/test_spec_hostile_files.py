@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.specs.files import decode_text, safe_text
-from pipeline.specs.ingest import ingest_paths, ingest_spec
+from specrag.specs.files import decode_text, safe_text
+from specrag.specs.ingest import ingest_paths, ingest_spec
 
 from .hostile import GOOD, limits, spec
 

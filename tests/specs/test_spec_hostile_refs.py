@@ -8,10 +8,10 @@ import json
 import os
 from pathlib import Path
 
-from pipeline.index import ChunkStore, IndexBuilder
-from pipeline.settings import Settings
-from pipeline.specs import ids
-from pipeline.specs.ingest import ingest_paths, ingest_spec
+from specrag.index import ChunkStore, IndexBuilder
+from specrag.settings import Settings
+from specrag.specs import ids
+from specrag.specs.ingest import ingest_paths, ingest_spec
 
 from .hostile import GOOD, limits, spec
 

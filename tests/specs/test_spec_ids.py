@@ -1,10 +1,10 @@
-"""Chunk ids are reversible by pure functions (``pipeline.specs.ids``)."""
+"""Chunk ids are reversible by pure functions (``specrag.specs.ids``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipeline.specs import ids
+from specrag.specs import ids
 
 
 @pytest.mark.parametrize("token, escaped", [

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.specs import ingest
-from pipeline.specs.incremental import ingest_changed, real_paths
+from specrag.specs import ingest
+from specrag.specs.incremental import ingest_changed, real_paths
 
 from .hostile import GOOD, DyingChunker, limits, spec
 
@@ -68,7 +68,7 @@ def test_changed_parse_bounds_reread_everything_but_a_time_limit_does_not(tmp_pa
 @pytest.mark.skipif(multiprocessing.get_start_method() != "fork",
                     reason="the counting graph builder is patched in the parent and inherited by forked workers")
 def test_only_a_changed_spec_computes_its_dependency_graph_again(tmp_path, monkeypatch):
-    from pipeline.specs import chunker
+    from specrag.specs import chunker
 
     calls = tmp_path / "graph-calls.txt"  # written by the worker processes
     real = chunker.api_graph

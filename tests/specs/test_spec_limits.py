@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.errors import SettingsError
-from pipeline.settings import Settings
-from pipeline.specs.limits import SpecLimits
+from specrag.errors import SettingsError
+from specrag.settings import Settings
+from specrag.specs.limits import SpecLimits
 
 
 def test_defaults_let_real_specs_through():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.specs.ingest import ingest_paths
+from specrag.specs.ingest import ingest_paths
 
 GOOD_OAS3 = """\
 openapi: 3.0.0
@@ -163,7 +163,7 @@ def test_circular_refs_link_and_terminate(result):
 
 
 def test_symlink_out_of_the_tree_escapes_root(tmp_path):
-    from pipeline.specs.ingest import ingest_spec
+    from specrag.specs.ingest import ingest_spec
 
     (tmp_path / "outside.yaml").write_text("X: {type: string, description: SECRET-OUTSIDE}\n")
     spec_dir = tmp_path / "api"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.specs.ingest import ingest_spec
-from pipeline.specs.models import ChunkType
+from specrag.specs.ingest import ingest_spec
+from specrag.specs.models import ChunkType
 
 ENTRY = """\
 openapi: 3.0.3

@@ -6,7 +6,7 @@ import gc
 import os
 from pathlib import Path
 
-from pipeline.specs.pool import run_jobs
+from specrag.specs.pool import run_jobs
 
 
 class _Finalized:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from pipeline.specs.models import Chunk
-from pipeline.specs.servers import auth_requirements, base_urls
+from specrag.specs.models import Chunk
+from specrag.specs.servers import auth_requirements, base_urls
 
 OAS3 = {
     "openapi": "3.0.3",
@@ -58,7 +58,7 @@ def test_hostile_values_are_ignored_or_shortened():
 
 
 def test_endpoint_chunk_carries_base_url_and_auth_in_text_and_metadata(tmp_path):
-    from pipeline.specs.ingest import ingest_spec
+    from specrag.specs.ingest import ingest_spec
 
     spec = dict(OAS3, info={"title": "T", "version": "1"},
                 paths={"/items": {"get": {"operationId": "listItems", "responses": {"200": {"description": "ok"}}}}})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.specs.text import SEARCH_RESPONSE_FIELDS, operation_texts
+from specrag.specs.text import SEARCH_RESPONSE_FIELDS, operation_texts
 
 
 def _credits(responses: dict) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.specs import ingest
-from pipeline.specs.ingest import ingest_paths
+from specrag.specs import ingest
+from specrag.specs.ingest import ingest_paths
 
 from .hostile import GOOD, DyingChunker, limits, spec
 

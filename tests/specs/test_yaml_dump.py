@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.specs.yaml_dump import to_yaml, to_yaml_reference
+from specrag.specs.yaml_dump import to_yaml, to_yaml_reference
 
 FIXTURES = [Path(__file__).parent / "fixtures" / name for name in ("shop_swagger2.yaml", "zoo_oas3.yaml")]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "specs"

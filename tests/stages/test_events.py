@@ -5,7 +5,7 @@ from __future__ import annotations
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import NullEventHandler
 
-from pipeline.stages.events import StageEndEvent, dispatcher, emit, listened
+from specrag.stages.events import StageEndEvent, dispatcher, emit, listened
 
 
 def test_an_event_is_built_and_sent_only_when_a_handler_listens(record_events, monkeypatch):

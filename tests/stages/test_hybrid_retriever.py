@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from pipeline.api_models import SearchMode
-from pipeline.stages.hybrid_retriever import HybridRetriever
-from pipeline.stages.query import SpecQuery
+from specrag.api_models import SearchMode
+from specrag.stages.hybrid_retriever import HybridRetriever
+from specrag.stages.query import SpecQuery
 
 
 class ListIndex:
@@ -140,7 +140,7 @@ def test_rank_orders_as_retrieve_does_without_nodes_or_retrieval_events(record_e
     """A stage that reads only ids (stage 1's evidence, producer expansion) gets the same order
     through ``rank()``: stub hits, no hydration, no retrieval events; any other retriever is read
     through ``retrieve()``."""
-    from pipeline.stages.hybrid_retriever import ranking
+    from specrag.stages.hybrid_retriever import ranking
 
     index = ListIndex(["a:1", "b:1", "a:2"], ["a:2", "c:1"])
     retriever = HybridRetriever(index, top_k=3)

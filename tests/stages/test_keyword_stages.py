@@ -9,13 +9,13 @@ import pytest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from pipeline.catalog.io import load_api_index, load_catalog
-from pipeline.fusion import fused_order, weighted_rrf
-from pipeline.stages.api_select import KeywordApiSelector
-from pipeline.stages.intent import Intent, classify, expected_methods
-from pipeline.stages.query import SpecQuery
-from pipeline.stages.query_expand import KeywordQueryExpander
-from pipeline.stages.results import StageMode
+from specrag.catalog.io import load_api_index, load_catalog
+from specrag.fusion import fused_order, weighted_rrf
+from specrag.stages.api_select import KeywordApiSelector
+from specrag.stages.intent import Intent, classify, expected_methods
+from specrag.stages.query import SpecQuery
+from specrag.stages.query_expand import KeywordQueryExpander
+from specrag.stages.results import StageMode
 
 CATALOGS = Path(__file__).resolve().parents[2] / "catalogs"
 
@@ -169,8 +169,8 @@ def test_selection_says_how_far_its_first_api_leads(catalog, indexes):
 def test_expansion_is_the_same_under_every_hash_seed(under_hash_seeds):
     """Names that score the same must tie the same way in every process: their weights are summed
     in one order (set order follows PYTHONHASHSEED, and a last-bit difference broke ties)."""
-    script = ("from pathlib import Path; from pipeline.catalog.io import load_api_index;"
-              "from pipeline.stages.query_expand import KeywordQueryExpander as K;"
+    script = ("from pathlib import Path; from specrag.catalog.io import load_api_index;"
+              "from specrag.stages.query_expand import KeywordQueryExpander as K;"
               f"c = Path({str(CATALOGS)!r});"
               "e = K(lambda f: load_api_index(c, f));"
               "print(e.expand('update the user and the order of a pet', ['users_api', 'petstore_v2']).added_terms);"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from pipeline.specs.ids import operation_chunk_id
-from pipeline.stages.method_prior import MethodPrior
-from pipeline.stages.query import SpecQuery
+from specrag.specs.ids import operation_chunk_id
+from specrag.stages.method_prior import MethodPrior
+from specrag.stages.query import SpecQuery
 
 
 def ranking(*calls: str) -> list[NodeWithScore]:

@@ -6,13 +6,13 @@ import json
 
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from pipeline.catalog.models import ApiIndex
-from pipeline.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
-from pipeline.specs.ids import operation_chunk_id
-from pipeline.stages.names import named_spans, names_something, names_the_caller, owned_by_asker, without_names
-from pipeline.stages.producers import ProducerExpander, for_the_asker
-from pipeline.stages.query import SpecQuery
-from pipeline.stages.results import ADDED_STEP
+from specrag.catalog.models import ApiIndex
+from specrag.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
+from specrag.specs.ids import operation_chunk_id
+from specrag.stages.names import named_spans, names_something, names_the_caller, owned_by_asker, without_names
+from specrag.stages.producers import ProducerExpander, for_the_asker
+from specrag.stages.query import SpecQuery
+from specrag.stages.results import ADDED_STEP
 
 API = "films"
 

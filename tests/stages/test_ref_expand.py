@@ -9,12 +9,12 @@ import time
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from pipeline.nodes import chunk_to_node
-from pipeline.settings import Settings
-from pipeline.tokens import count_tokens
-from pipeline.specs.models import Chunk, ChunkType
-from pipeline.stages.ref_expand import LEVEL_FETCH_FACTOR, ChunkLookup, ExpandedNodes, ReferenceExpander
-from pipeline.stages.results import ReferenceExpansion
+from specrag.nodes import chunk_to_node
+from specrag.settings import Settings
+from specrag.tokens import count_tokens
+from specrag.specs.models import Chunk, ChunkType
+from specrag.stages.ref_expand import LEVEL_FETCH_FACTOR, ChunkLookup, ExpandedNodes, ReferenceExpander
+from specrag.stages.results import ReferenceExpansion
 
 POST = "users:paths/~1users/post"
 GET = "users:paths/~1users~1{id}/get"
@@ -112,7 +112,7 @@ def test_self_reference_and_three_level_cycle_end():
 def test_missing_refs_are_counted_and_logged(caplog):
     ghost = S + "Ghost"
     chunks = [chunk(POST, [ghost, USER])] + [c for c in users_api() if c.id != POST]
-    with caplog.at_level(logging.WARNING, logger="pipeline.stages.ref_expand"):
+    with caplog.at_level(logging.WARNING, logger="specrag.stages.ref_expand"):
         result, _ = run(POST, chunks=chunks, max_depth=1)
     assert result.refs_missing == [ghost]
     assert refs(result) == [(USER, 1, POST)]

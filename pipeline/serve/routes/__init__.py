@@ -1,1 +1,1 @@
-"""The service's routes, one module per group; ``pipeline.serve.app`` includes them."""
+"""The service's routes, one module per group; ``specrag.serve.app`` includes them."""

@@ -9,11 +9,11 @@ from typing import Protocol
 
 from fastapi import APIRouter, Request
 
-from pipeline.api_models import AgenticRetrievalRequest, RetrievalResponse
-from pipeline.serve.kbs import KnowledgeBases
-from pipeline.serve.logs import request_id_var
-from pipeline.serve.routes.common import ERRORS, Caller, state
-from pipeline.serve.tenancy import check_tenant_id
+from specrag.api_models import AgenticRetrievalRequest, RetrievalResponse
+from specrag.serve.kbs import KnowledgeBases
+from specrag.serve.logs import request_id_var
+from specrag.serve.routes.common import ERRORS, Caller, state
+from specrag.serve.tenancy import check_tenant_id
 
 
 class AgenticRetriever(Protocol):

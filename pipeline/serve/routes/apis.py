@@ -6,9 +6,9 @@ import asyncio
 
 from fastapi import APIRouter, Query
 
-from pipeline.serve.kbs import KnowledgeBaseInfo, KnowledgeBases
-from pipeline.serve.lookup import ApiSummary, OperationDetail, SpecElement, get_operation, get_schema, list_apis
-from pipeline.serve.routes.common import ERRORS, Caller
+from specrag.serve.kbs import KnowledgeBaseInfo, KnowledgeBases
+from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement, get_operation, get_schema, list_apis
+from specrag.serve.routes.common import ERRORS, Caller
 
 router = APIRouter(tags=["browse"])
 KB_QUERY = Query(None, max_length=200, description="knowledge base (id or alias); optional when the API is in one")

@@ -6,7 +6,7 @@ from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
-from pipeline.serve.kbs import KnowledgeBases
+from specrag.serve.kbs import KnowledgeBases
 
 
 class ErrorBody(BaseModel):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.api_models import KB_ID
-from pipeline.context import KnowledgeContext
-from pipeline.serve.kbs import KnowledgeBases
-from pipeline.serve.routes.common import ERRORS, Caller, state
+from specrag.api_models import KB_ID
+from specrag.context import KnowledgeContext
+from specrag.serve.kbs import KnowledgeBases
+from specrag.serve.routes.common import ERRORS, Caller, state
 
 router = APIRouter(tags=["context"])
 

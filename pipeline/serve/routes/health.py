@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from pipeline.serve.kbs import KnowledgeBaseInfo
-from pipeline.serve.routes.common import state
+from specrag.serve.kbs import KnowledgeBaseInfo
+from specrag.serve.routes.common import state
 
 router = APIRouter(tags=["operations"])
 

@@ -9,10 +9,10 @@ from typing import Awaitable, Callable
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.api_models import KB_ID
-from pipeline.serve.kbs import KnowledgeBase, KnowledgeBases
-from pipeline.serve.routes.common import ERRORS, Caller, state
-from pipeline.tokens import count_tokens
+from specrag.api_models import KB_ID
+from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
+from specrag.serve.routes.common import ERRORS, Caller, state
+from specrag.tokens import count_tokens
 
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from pipeline.api_models import BasicRetrievalRequest, RetrievalResponse
-from pipeline.serve.basic import BasicRetrieval
-from pipeline.serve.kbs import KnowledgeBases
-from pipeline.serve.logs import request_id_var
-from pipeline.serve.routes.common import ERRORS, Caller, state
-from pipeline.serve.tenancy import check_tenant_id
+from specrag.api_models import BasicRetrievalRequest, RetrievalResponse
+from specrag.serve.basic import BasicRetrieval
+from specrag.serve.kbs import KnowledgeBases
+from specrag.serve.logs import request_id_var
+from specrag.serve.routes.common import ERRORS, Caller, state
+from specrag.serve.tenancy import check_tenant_id
 
 router = APIRouter(tags=["retrieval"])
 

@@ -1,0 +1,2 @@
+"""The HTTP service and the MCP server over one engine per knowledge base (``specrag serve``,
+``specrag mcp``)."""

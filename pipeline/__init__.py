@@ -1,3 +1,69 @@
-"""specrag: the library. Importing it never configures logging (see ``specrag._quiet``)."""
+"""specrag: answer "how do I do X with these APIs?" over a fleet of OpenAPI specs.
+
+The public names below are imported on first use (PEP 562), so ``import specrag`` and the CLI's
+start stay light: the engine pulls in LlamaIndex, Chroma and ONNX Runtime only when it is built.
+Importing the package never configures logging (see ``specrag._quiet``).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from specrag import _quiet  # noqa: F401  (before anything imports bm25s)
+
+try:
+    __version__ = version("specrag")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "AgenticRetrievalRequest": "specrag.api_models",
+    "AgenticRetriever": "specrag.agentic.retriever",
+    "ApiQueryEngine": "specrag.engine",
+    "HybridRetriever": "specrag.stages.hybrid_retriever",
+    "KnowledgeContext": "specrag.context",
+    "Plan": "specrag.plan",
+    "PromptSet": "specrag.prompts",
+    "ReferenceExpander": "specrag.stages.ref_expand",
+    "RetrievalStats": "specrag.context",
+    "SearchMode": "specrag.api_models",
+    "Settings": "specrag.settings",
+    "SpecQuery": "specrag.stages.query",
+    "SpecragError": "specrag.errors",
+    "build_engine": "specrag.factory",
+    "corpus_settings": "specrag.workspace",
+    "update_index": "specrag.workspace",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # the next access is a plain attribute
+        return value
+    raise AttributeError(f"module 'specrag' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from specrag.agentic.retriever import AgenticRetriever
+    from specrag.api_models import AgenticRetrievalRequest, SearchMode
+    from specrag.context import KnowledgeContext, RetrievalStats
+    from specrag.engine import ApiQueryEngine
+    from specrag.errors import SpecragError
+    from specrag.factory import build_engine
+    from specrag.plan import Plan
+    from specrag.prompts import PromptSet
+    from specrag.settings import Settings
+    from specrag.stages.hybrid_retriever import HybridRetriever
+    from specrag.stages.query import SpecQuery
+    from specrag.stages.ref_expand import ReferenceExpander
+    from specrag.workspace import corpus_settings, update_index

@@ -5,6 +5,8 @@ concurrent requests. Errors are one JSON line ``{"detail": ...}``: 401 without a
 (when keys are configured), 403 for another tenant's kb_id or tenant_id, 404 for an unknown kb,
 API, operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwise. With a
 reload interval, a background task swaps in re-indexed knowledge bases (``reload.py``).
+``/docs`` (Swagger UI) and ``/redoc`` load their scripts, styles and favicon from the service itself
+(``/docs-assets/``, the files the ``fastapi-offline`` wheel ships), never from a CDN.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Sequence
 
+import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from specrag.errors import SpecragError
 from specrag.serve.concurrency import serving_threads
@@ -33,6 +39,9 @@ VERSION = "0.1.0"
 DESCRIPTION = ("Answers 'how do I do X with these APIs?' over indexed OpenAPI corpora: ranked hybrid retrieval, "
                "the budgeted $ref closure of an operation (the KnowledgeContext), and browsing by API, "
                "operation and schema.")
+DOCS_ASSETS_URL = "/docs-assets"
+# swagger-ui-bundle.js, swagger-ui.css, redoc.standalone.js, favicon.png (swagger-ui-dist 5, redoc 2)
+DOCS_ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
 
 
 def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None = None,
@@ -60,7 +69,8 @@ def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None 
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
 
-    app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="specrag", version=VERSION, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # FastAPI's own pages load from CDNs: _serve_docs_offline
     app.state.tenants = tenants
     app.state.watcher = watcher
     app.state.telemetry = telemetry or Telemetry()
@@ -69,7 +79,42 @@ def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None 
     app.add_exception_handler(Exception, _error)
     for router in [retrieve.router, *extra_routers, context.router, apis.router, health.router]:
         app.include_router(router)
+    _serve_docs_offline(app)
     return app
+
+
+def _serve_docs_offline(app: FastAPI) -> None:
+    """``/docs``, ``/docs/oauth2-redirect`` and ``/redoc`` as FastAPI builds them, but with every asset
+    served from ``DOCS_ASSETS_URL``: FastAPI's defaults fetch them from jsdelivr, the favicon from
+    fastapi.tiangolo.com and ReDoc's fonts from Google, so offline the pages were blank. Open without a
+    key, like ``/openapi.json``: they hold no tenant's data. Paths honour the ASGI ``root_path``."""
+    app.mount(DOCS_ASSETS_URL, StaticFiles(directory=DOCS_ASSETS_DIR), name="docs-assets")
+    oauth2_redirect_url = app.swagger_ui_oauth2_redirect_url  # "/docs/oauth2-redirect"
+
+    def root(request: Request) -> str:
+        return request.scope.get("root_path", "").rstrip("/")
+
+    @app.get("/docs", include_in_schema=False, response_class=HTMLResponse)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        assets = root(request) + DOCS_ASSETS_URL
+        return get_swagger_ui_html(
+            openapi_url=root(request) + app.openapi_url, title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=root(request) + oauth2_redirect_url,
+            swagger_js_url=f"{assets}/swagger-ui-bundle.js", swagger_css_url=f"{assets}/swagger-ui.css",
+            swagger_favicon_url=f"{assets}/favicon.png", init_oauth=app.swagger_ui_init_oauth,
+            # validatorUrl null: no "valid spec" badge fetched from validator.swagger.io
+            swagger_ui_parameters={**(app.swagger_ui_parameters or {}), "validatorUrl": None})
+
+    @app.get(oauth2_redirect_url, include_in_schema=False, response_class=HTMLResponse)
+    async def swagger_ui_oauth2_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    @app.get("/redoc", include_in_schema=False, response_class=HTMLResponse)
+    async def redoc(request: Request) -> HTMLResponse:
+        assets = root(request) + DOCS_ASSETS_URL
+        return get_redoc_html(openapi_url=root(request) + app.openapi_url, title=f"{app.title} - ReDoc",
+                              redoc_js_url=f"{assets}/redoc.standalone.js", redoc_favicon_url=f"{assets}/favicon.png",
+                              with_google_fonts=False)
 
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:

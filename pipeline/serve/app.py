@@ -5,8 +5,9 @@ concurrent requests. Errors are one JSON line ``{"detail": ...}``: 401 without a
 (when keys are configured), 403 for another tenant's kb_id or tenant_id, 404 for an unknown kb,
 API, operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwise. With a
 reload interval, a background task swaps in re-indexed knowledge bases (``reload.py``).
-``/docs`` (Swagger UI) and ``/redoc`` load their scripts, styles and favicon from the service itself
-(``/docs-assets/``, the files the ``fastapi-offline`` wheel ships), never from a CDN.
+``/docs`` (Swagger UI) loads its scripts, styles and favicon from the service itself
+(``/docs-assets/``, the files the ``fastapi-offline`` wheel ships), never from a CDN. There is no
+``/redoc``: ReDoc's bundle always fetches a logo from its own CDN.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Sequence
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -40,7 +41,7 @@ DESCRIPTION = ("Answers 'how do I do X with these APIs?' over indexed OpenAPI co
                "the budgeted $ref closure of an operation (the KnowledgeContext), and browsing by API, "
                "operation and schema.")
 DOCS_ASSETS_URL = "/docs-assets"
-# swagger-ui-bundle.js, swagger-ui.css, redoc.standalone.js, favicon.png (swagger-ui-dist 5, redoc 2)
+# swagger-ui-bundle.js, swagger-ui.css and favicon.png (swagger-ui-dist 5) are the ones /docs loads
 DOCS_ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
 
 
@@ -84,9 +85,9 @@ def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None 
 
 
 def _serve_docs_offline(app: FastAPI) -> None:
-    """``/docs``, ``/docs/oauth2-redirect`` and ``/redoc`` as FastAPI builds them, but with every asset
-    served from ``DOCS_ASSETS_URL``: FastAPI's defaults fetch them from jsdelivr, the favicon from
-    fastapi.tiangolo.com and ReDoc's fonts from Google, so offline the pages were blank. Open without a
+    """``/docs`` and ``/docs/oauth2-redirect`` as FastAPI builds them, but with every asset served
+    from ``DOCS_ASSETS_URL``: FastAPI's defaults fetch them from jsdelivr and the favicon from
+    fastapi.tiangolo.com, so offline the page was blank. Open without a
     key, like ``/openapi.json``: they hold no tenant's data. Paths honour the ASGI ``root_path``."""
     app.mount(DOCS_ASSETS_URL, StaticFiles(directory=DOCS_ASSETS_DIR), name="docs-assets")
     oauth2_redirect_url = app.swagger_ui_oauth2_redirect_url  # "/docs/oauth2-redirect"
@@ -108,13 +109,6 @@ def _serve_docs_offline(app: FastAPI) -> None:
     @app.get(oauth2_redirect_url, include_in_schema=False, response_class=HTMLResponse)
     async def swagger_ui_oauth2_redirect() -> HTMLResponse:
         return get_swagger_ui_oauth2_redirect_html()
-
-    @app.get("/redoc", include_in_schema=False, response_class=HTMLResponse)
-    async def redoc(request: Request) -> HTMLResponse:
-        assets = root(request) + DOCS_ASSETS_URL
-        return get_redoc_html(openapi_url=root(request) + app.openapi_url, title=f"{app.title} - ReDoc",
-                              redoc_js_url=f"{assets}/redoc.standalone.js", redoc_favicon_url=f"{assets}/favicon.png",
-                              with_google_fonts=False)
 
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:

@@ -27,6 +27,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from specrag.context import KnowledgeContext, RetrievalStats
 from specrag.deadline import deadline_scope
 from specrag.errors import SpecragError
+from specrag.fallbacks import fallback_notice_scope
 from specrag.nodes import context_node
 from specrag.render import render_markdown
 from specrag.settings import Settings
@@ -77,13 +78,14 @@ class ApiQueryEngine(CustomQueryEngine):
 
     # ---- queries --------------------------------------------------------------------------
     def custom_query(self, query_str: str) -> Response:
-        with deadline_scope(self.settings.llm_deadline_s):  # one LLM deadline for retrieval and synthesis
+        # one LLM deadline for retrieval and synthesis, one line telling the LLM stages that failed
+        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():
             ctx = self.retrieve_context(query_str)
             answer = self.synthesizer.synthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
 
     async def acustom_query(self, query_str: str) -> Response:
-        with deadline_scope(self.settings.llm_deadline_s):
+        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():
             ctx = await self.aretrieve_context(query_str)
             answer = await self.synthesizer.asynthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
@@ -93,7 +95,7 @@ class ApiQueryEngine(CustomQueryEngine):
         """select -> expand -> search -> reference expansion; ``apis`` skips stage 1 (oracle)."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        with deadline_scope(self.settings.llm_deadline_s):  # every LLM call of this query within it
+        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():  # every LLM call within it
             selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
             expansion = self._done(self.expander.expand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
@@ -107,7 +109,7 @@ class ApiQueryEngine(CustomQueryEngine):
         """:meth:`retrieve_context` for an event loop: LLM calls awaited, CPU work in threads."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        with deadline_scope(self.settings.llm_deadline_s):
+        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():
             selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
             expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))

@@ -3,6 +3,7 @@
     SpecragError
     ├── SpecError            a spec file cannot be used (the reason is the message)
     ├── CorpusError          a corpus-level problem: missing path, file_id collision
+    │   └── EmptyCorpusError a corpus path that holds no usable OpenAPI/Swagger spec
     ├── IndexNotBuiltError   a query before `specrag index` ran for that corpus
     ├── IndexDamagedError    an index file is missing, truncated or altered (`specrag index` repairs it)
     │   └── IndexFormatError an index written by another version of specrag (`specrag index` rebuilds it)
@@ -25,6 +26,11 @@ class SpecError(SpecragError):
 
 class CorpusError(SpecragError):
     """A corpus path that is missing or unreadable, or two specs with the same file_id."""
+
+
+class EmptyCorpusError(CorpusError):
+    """The corpus paths hold no usable OpenAPI/Swagger spec; raised before its index folder is made
+    (or, when the files had to be read to tell, with that folder removed again)."""
 
 
 class IndexNotBuiltError(SpecragError):

@@ -24,6 +24,7 @@ import logging
 import re
 import time
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
@@ -159,11 +160,49 @@ def _request_timeout(policy: RetryPolicy, deadline: float, tally: _Tally) -> flo
     return min(policy.timeout_s, left)
 
 
-def _stage_error(exc: Exception, tally: _Tally) -> LLMStageError:
+def endpoint_label(llm: LLM) -> str:
+    """The client's base URL as it may be shown in a log: no user:password, no query string."""
+    url = str(getattr(llm, "api_base", None) or "")
+    if not url:
+        return "the LLM endpoint"
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment=""))
+
+
+def failure_detail(exc: BaseException, endpoint: str) -> str:
+    """What failed, in one line a person can act on: the client's own text ("Connection error.")
+    names neither the cause nor the server."""
+    if isinstance(exc, DeadlineExceeded):
+        return str(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return f"no answer from {endpoint} within the request timeout (SPECRAG_LLM_TIMEOUT_S)"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = _os_error(exc)
+        if isinstance(cause, ConnectionRefusedError):
+            return f"connection refused at {endpoint}"
+        return f"cannot connect to {endpoint}" + (f": {cause.strerror or cause}" if cause is not None else "")
+    if isinstance(exc, openai.APIStatusError):
+        said = re.sub(r"^Error code: \d+ - ", "", _short_error(exc))  # the SDK's prefix repeats the status
+        return f"HTTP {exc.status_code} from {endpoint}: {said}"
+    return f"{type(exc).__name__}: {_short_error(exc)}"
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """The socket error under a client error (httpx and httpcore wrap it), if any."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _stage_error(exc: Exception, tally: _Tally, endpoint: str) -> LLMStageError:
     reason = failure_reason(exc)
     if reason == "unexpected_error":
         log.warning("LLM call failed unexpectedly", exc_info=True)
-    return LLMStageError(reason, f"{type(exc).__name__}: {exc}", attempts=tally.attempts)
+    return LLMStageError(reason, failure_detail(exc, endpoint), attempts=tally.attempts)
 
 
 def _sync_send(llm: LLM, policy: RetryPolicy, deadline: float, tally: _Tally) -> Send:
@@ -173,7 +212,7 @@ def _sync_send(llm: LLM, policy: RetryPolicy, deadline: float, tally: _Tally) ->
                 with attempt:
                     response = llm.chat(messages, timeout=_request_timeout(policy, deadline, tally))
         except Exception as exc:
-            raise _stage_error(exc, tally) from exc
+            raise _stage_error(exc, tally, endpoint_label(llm)) from exc
         tally.add_usage(response)
         return response.message.content or ""
 
@@ -187,7 +226,7 @@ def _async_send(llm: LLM, policy: RetryPolicy, deadline: float, tally: _Tally) -
                 with attempt:
                     response = await llm.achat(messages, timeout=_request_timeout(policy, deadline, tally))
         except Exception as exc:
-            raise _stage_error(exc, tally) from exc
+            raise _stage_error(exc, tally, endpoint_label(llm)) from exc
         tally.add_usage(response)
         return response.message.content or ""
 
@@ -240,7 +279,8 @@ async def _structured(send: Send, output_cls: type[T], messages: list[ChatMessag
             error = _short_error(exc)
             messages = [*messages, ChatMessage(role=MessageRole.ASSISTANT, content=text),
                         ChatMessage(role=MessageRole.USER, content=REASK_PROMPT.format(error=error))]
-    raise LLMStageError("invalid_output", error, attempts=make_call(False).attempts, call=make_call(False))
+    raise LLMStageError("invalid_output", f"the answer was not the expected JSON: {error}",
+                        attempts=make_call(False).attempts, call=make_call(False))
 
 
 async def _text(send: Send, messages: list[ChatMessage], make_call: Callable[[bool], LLMCall]) -> tuple[str, LLMCall]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -80,42 +81,92 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     """Read the specs that changed, update their catalogs, and bring the corpus's index up to date.
 
     One run per index folder at a time (IndexLock); damage found on open is repaired. ``progress``
-    bars are drawn only when stderr is a terminal: never ``\r`` frames in a log."""
-    from specrag.index.builder import IndexBuilder
-    from specrag.index.lock import IndexLock
-    from specrag.index.publish import publish
-    from specrag.index.store import ChunkStore
-    from specrag.specs.incremental import ingest_changed
-    from specrag.specs.limits import SpecLimits
-    from specrag.specs.sources import load_sources, save_sources
+    bars are drawn only when stderr is a terminal: never ``\r`` frames in a log.
 
+    Paths with no usable spec raise EmptyCorpusError before anything is written. A corpus folder
+    this run made is removed again on any error (an interrupted run keeps it: the next run reuses
+    what it embedded, and with no manifest yet no command sees it); ``current`` moves only when a
+    run succeeds. So a failed run leaves the data dir as the next command would have found it."""
+    from specrag.index.lock import IndexLock
+    from specrag.specs.ingest import require_spec_files
+
+    require_spec_files(paths)  # a wrong path fails here: no folder made, no model loaded
     progress = progress and sys.stderr.isatty()
     start = time.perf_counter()
     local = corpus_settings(settings, paths)
+    made = make_folders(local.data_dir)
     with IndexLock(local.data_dir, local.index_lock_timeout_s):
-        if local.chroma_host:
-            _start_from_server(local)
-        if store is None:
-            store = ChunkStore.open(local, repair=True)
-        else:
-            store.reload(repair=True)
-        if store.embedder is not None and local.chroma_host:
-            store.chroma  # noqa: B018 - an unreachable Chroma server fails here, before any spec is read
-        # (the embedded store is opened by the build when it has rows to write: ~0.9 s saved when none changed)
-        builder = IndexBuilder(store, local)
-        ingest = ingest_changed(paths, local.chunk_max_tokens, load_sources(local.data_dir), builder.reusable(),
-                                limits=SpecLimits.from_settings(local), progress=progress)
-        kept = {s.info.file_id: s.info for s in ingest.kept}
-        catalogs = write_catalogs(ingest.apis, local.catalogs_path, kept=kept,
-                                  chunks_of=lambda fid: store.local.api_chunks(fid))
-        report = builder.build(ingest.apis, progress=progress, keep=set(kept))
-        save_sources(local.data_dir, ingest.state)
-        _cache_catalog_vectors(local, store)
-        publish(store)
+        try:
+            ingest, catalogs, report = _update_locked(local, paths, progress, store)
+        except Exception:
+            remove_made_folders(local.data_dir, made)  # under the lock: no other run writes in it
+            raise
     settings.tenant_dir.mkdir(parents=True, exist_ok=True)
     (settings.tenant_dir / CURRENT).write_text(local.data_dir.name)
     return local, IndexRun(ingest=ingest.report, catalogs=catalogs, index=report.model_dump(),
                            specs_parsed=ingest.parsed, seconds=round(time.perf_counter() - start, 2))
+
+
+def _update_locked(local: Settings, paths: list[Path], progress: bool, store):
+    """``update_index``'s work under the index lock: (ingest, catalogs report, build report)."""
+    from specrag.index.builder import IndexBuilder
+    from specrag.index.publish import publish
+    from specrag.index.store import ChunkStore
+    from specrag.specs.incremental import ingest_changed
+    from specrag.specs.ingest import no_usable_spec
+    from specrag.specs.limits import SpecLimits
+    from specrag.specs.sources import load_sources, save_sources
+
+    if local.chroma_host:
+        _start_from_server(local)
+    if store is None:
+        store = ChunkStore.open(local, repair=True)
+    else:
+        store.reload(repair=True)
+    if store.embedder is not None and local.chroma_host:
+        store.chroma  # noqa: B018 - an unreachable Chroma server fails here, before any spec is read
+    # (the embedded store is opened by the build when it has rows to write: ~0.9 s saved when none changed)
+    builder = IndexBuilder(store, local)
+    ingest = ingest_changed(paths, local.chunk_max_tokens, load_sources(local.data_dir), builder.reusable(),
+                            limits=SpecLimits.from_settings(local), progress=progress)
+    if not ingest.apis and not ingest.kept:  # before a catalog or an index of nothing is written
+        raise no_usable_spec(paths, ingest.report.specs_skipped, files_read=True)
+    kept = {s.info.file_id: s.info for s in ingest.kept}
+    catalogs = write_catalogs(ingest.apis, local.catalogs_path, kept=kept,
+                              chunks_of=lambda fid: store.local.api_chunks(fid))
+    report = builder.build(ingest.apis, progress=progress, keep=set(kept))
+    save_sources(local.data_dir, ingest.state)
+    _cache_catalog_vectors(local, store)
+    publish(store)
+    return ingest, catalogs, report
+
+
+def make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; -> the folders this call made, outermost first.
+    ``mkdir`` without ``exist_ok`` tells them apart from folders another run made meanwhile."""
+    made = []
+    for path in [*reversed(folder.parents), folder]:
+        if path.is_dir():
+            continue
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue  # made meanwhile by another run (or a file: the next mkdir says so)
+        made.append(path)
+    return made
+
+
+def remove_made_folders(folder: Path, made: list[Path]) -> None:
+    """Undo ``make_folders(folder)``: ``folder`` with what a failed run wrote in it, if this run
+    made it; the parents it made only while empty (another corpus may have started in them)."""
+    if folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
+    for path in reversed(made):
+        if path != folder:
+            try:
+                path.rmdir()
+            except OSError:
+                return
 
 
 def _start_from_server(local: Settings) -> None:

@@ -119,3 +119,13 @@ def under_hash_seeds():
         return {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT,
                                env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in seeds}
     return run
+
+
+@pytest.fixture(autouse=True)
+def fresh_fallback_notices():
+    """Each test hears an LLM failure told again: the notice is once per process."""
+    from specrag.fallbacks import NOTICES
+
+    NOTICES.forget()
+    yield
+    NOTICES.forget()

@@ -29,6 +29,7 @@ from specrag.agentic.budget import Budget
 from specrag.agentic.decompose import Decomposer, Decomposition, offline_decomposition
 from specrag.api_models import AgenticRetrievalRequest, ReasoningEffort, RetrievalResponse, RetrievalStep, RetrievedItem
 from specrag.context import ContextChunk, KnowledgeContext
+from specrag.fallbacks import fallback_notice_scope
 from specrag.specs.models import decode_params, decode_producers
 from specrag.stages.names import owned_by_asker
 from specrag.stages.producers import for_the_asker, provides_reason, step_label
@@ -72,6 +73,10 @@ class _Run:
         self.owned = owned_by_asker(request.query)  # the asker's own things decide some producers
 
     async def execute(self) -> RetrievalResponse:
+        with fallback_notice_scope():  # the LLM stages that failed in any step: told in one line
+            return await self._execute()
+
+    async def _execute(self) -> RetrievalResponse:
         queries = [self.request.query]
         if self.request.reasoning_effort is not ReasoningEffort.LOW and self._gate():
             queries = await self._decompose()

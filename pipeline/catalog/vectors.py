@@ -35,9 +35,10 @@ def catalog_vectors(catalog: Catalog, embedder, model_id: str, catalog_dir: Path
         return known[1]
     rows = dict(zip(known[0].tolist(), known[1])) if known is not None else {}
     missing = [i for i, h in enumerate(hashes.tolist()) if h not in rows]
-    fresh = np.asarray(embed_sorted(embedder, [texts[i] for i in missing]), dtype=np.float32).reshape(len(missing), -1)
-    fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-9)
-    rows.update(zip((int(hashes[i]) for i in missing), fresh))
+    if missing:  # none when entries were only removed (a spec left the corpus): nothing to embed
+        fresh = np.asarray(embed_sorted(embedder, [texts[i] for i in missing]), dtype=np.float32).reshape(len(missing), -1)
+        fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-9)
+        rows.update(zip((int(hashes[i]) for i in missing), fresh))
     vectors = np.stack([rows[h] for h in hashes.tolist()]).astype(np.float32) if texts else np.zeros((0, 0), np.float32)
     try:
         np.savez(path, key=np.array(model_id), hashes=hashes, vectors=vectors)

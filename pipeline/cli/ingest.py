@@ -2,7 +2,8 @@
 
 Both put the catalogs in the same place, the corpus's own catalog folder
 (``<data-dir>/corpora/<name>-<hash>/catalogs``, or ``--catalog-dir``), which is where ``index``
-and ``query`` read them. A corpus with no usable spec is reported, then a one-line error (exit 2).
+and ``query`` read them. A corpus with no usable spec is a one-line error (exit 2): ``ingest``
+prints its report first when it read files; ``index`` writes nothing (``workspace.update_index``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 
 from specrag.cli.common import add_common, format_ingest_report
 from specrag.cli.output import print_json, show_progress
-from specrag.errors import CorpusError
 from specrag.settings import Settings
 
 
@@ -32,11 +32,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def ingest(args: argparse.Namespace, settings: Settings) -> int:
     from specrag.catalog.io import RenderedApi, render_api, write_catalogs
-    from specrag.specs.ingest import ingest_paths
+    from specrag.specs.ingest import ingest_paths, no_usable_spec, require_spec_files
     from specrag.specs.limits import SpecLimits
     from specrag.specs.pool import gc_paused
     from specrag.workspace import corpus_settings
 
+    require_spec_files(args.paths)  # nothing to read: say so, without an empty report first
     rendered: dict[str, RenderedApi] = {}
 
     def render(api) -> None:  # while the workers read on, not after the last spec
@@ -55,7 +56,8 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
         print_json(result.report)
     else:
         print(format_ingest_report(result.report))
-    _require_specs(result.report.specs_read, args.paths, "nothing to catalog")
+    if result.report.specs_read == 0:
+        raise no_usable_spec(args.paths, result.report.specs_skipped, files_read=True)
     return 0
 
 
@@ -72,10 +74,4 @@ def index(args: argparse.Namespace, settings: Settings) -> int:
               f"{len(idx['apis_unchanged'])} unchanged, {len(idx['apis_removed'])} removed, "
               f"{len(idx['apis_repaired'])} repaired; {idx['chunks_embedded']} chunks embedded "
               f"({idx['chunks_per_s']:.0f}/s), search mode {idx['search_mode']}, {run.seconds:.1f} s")
-    _require_specs(run.ingest.specs_read, args.paths, "nothing was indexed")
     return 0
-
-
-def _require_specs(specs_read: int, paths: list[Path], outcome: str) -> None:
-    if specs_read == 0:
-        raise CorpusError(f"{outcome}: no readable OpenAPI/Swagger spec in {', '.join(map(str, paths))}")

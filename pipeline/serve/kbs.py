@@ -169,8 +169,11 @@ class KnowledgeBases:
         go once built: serving reads only the local index."""
         from specrag.index.embeddings import build_embed_model
         from specrag.index.store import ChunkStore
+        from specrag.specs.ingest import require_spec_files
         from specrag.workspace import corpus_settings, update_index
 
+        for paths in corpora:  # a wrong --corpus fails before the model loads or a folder is made
+            require_spec_files(paths)
         if not corpora and not keys:
             keys = sorted(p.parent.name for p in (settings.tenant_dir / "corpora").glob("*/manifest.json"))
         if settings.chroma_host:

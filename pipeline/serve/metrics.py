@@ -36,6 +36,9 @@ class ServiceMetrics:
         self.results = Histogram("specrag_results", "Results (chunks) returned by one request",
                                  buckets=RESULT_BUCKETS, registry=r)
         self.truncated = Counter("specrag_truncated", "Answers cut short, by reason", ["reason"], registry=r)
+        self.fallbacks = Counter("specrag_fallbacks", "Stages that did not use the LLM's answer (keyword methods "
+                                 "answered instead, or no answer was synthesized), by stage and reason; offline "
+                                 "mode (no_llm) is not counted", ["stage", "reason"], registry=r)
         self.stage_latency = Histogram("specrag_stage_latency_seconds", "Wall time of each stage (engine stages "
                                        "and LlamaIndex spans, by name)", ["stage"], buckets=LATENCY_BUCKETS,
                                        registry=r)

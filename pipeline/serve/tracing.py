@@ -27,6 +27,8 @@ from specrag.serve.logs import request_id_var
 from specrag.serve.telemetry import current_telemetry
 from specrag.stages.events import StageEndEvent
 
+OFFLINE_REASON = "no_llm"  # a stage's fallback in offline mode: how it is configured, not a failure
+
 _install_lock = threading.Lock()
 
 
@@ -99,7 +101,9 @@ class SpanObserver(BaseSpanHandler[SimpleSpan]):
 
 
 class StageObserver(BaseEventHandler):
-    """The engine's stages (select, expand, search, refs, synthesize) report their own wall time."""
+    """The engine's stages (select, expand, search, refs, synthesize) report their own wall time,
+    and their fallbacks: the log tells an LLM failure once per process (specrag.fallbacks), the
+    ``specrag_fallbacks`` counter counts every one."""
 
     @classmethod
     def class_name(cls) -> str:
@@ -108,9 +112,13 @@ class StageObserver(BaseEventHandler):
     def handle(self, event: Any, **kwargs: Any) -> None:
         telemetry = current_telemetry.get()
         if telemetry is not None and isinstance(event, StageEndEvent) and event.stage:
+            metrics = telemetry.metrics
             ms = getattr(event.result, "ms", None)
             if ms is not None:
-                telemetry.metrics.child(telemetry.metrics.stage_latency, event.stage).observe(ms / 1000)
+                metrics.child(metrics.stage_latency, event.stage).observe(ms / 1000)
+            for fallback in getattr(event.result, "fallbacks", ()):
+                if fallback.reason != OFFLINE_REASON:
+                    metrics.child(metrics.fallbacks, event.stage, fallback.reason).inc()
 
 
 _observer: SpanObserver | None = None

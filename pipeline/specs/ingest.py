@@ -16,12 +16,13 @@ from typing import Callable, Iterator, NamedTuple
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from specrag.errors import SpecError
+from specrag.errors import EmptyCorpusError, SpecError
 from specrag.specs.chunker import SpecChunker
 from specrag.specs.closure import closure_fit, operation_closures
-from specrag.specs.files import decode_text, is_text, read_regular_file
+from specrag.specs.files import decode_text, is_text, read_regular_file, safe_text
 from specrag.specs.limits import SpecLimits
-from specrag.specs.loader import SpecSource, check_spec, confine_entry, discover_spec_files, looks_like_spec
+from specrag.specs.loader import (SPEC_SUFFIXES, SpecSource, check_spec, confine_entry, discover_spec_files,
+                                  looks_like_spec)
 from specrag.specs.models import ApiChunks, IngestReport, SkippedSpec
 from specrag.specs.pool import JobFailed, run_jobs
 from specrag.specs.sources import ApiSummary
@@ -92,6 +93,29 @@ def plan_jobs(paths: list[Path], max_tokens: int, limits: SpecLimits) -> list[Sp
     jobs += [SpecJob(p, p.stem, max_tokens, False, limits) for p in found]
     jobs.sort(key=lambda j: (-_size(j.path), str(j.path)))
     return jobs
+
+
+def require_spec_files(paths: list[Path]) -> None:
+    """CorpusError for a missing path, EmptyCorpusError when no file under ``paths`` can be a spec:
+    checked before a corpus folder is made or a model loaded, so a wrong path costs nothing and
+    leaves nothing behind."""
+    explicit, found = discover_spec_files(paths)
+    if not explicit and not found:
+        raise no_usable_spec(paths)
+
+
+def no_usable_spec(paths: list[Path], skipped: list[SkippedSpec] = (), files_read: bool = False) -> EmptyCorpusError:
+    """The one-line error for a corpus without a usable spec: what was found instead, what to pass."""
+    suffixes = ", ".join(sorted(SPEC_SUFFIXES))
+    if skipped:
+        why = f"{skipped[0].file}: {skipped[0].reason}" + (f"; {len(skipped) - 1} more skipped" if len(skipped) > 1 else "")
+    elif files_read:
+        why = f"its {suffixes} files are not OpenAPI/Swagger documents"
+    else:
+        why = f"no {suffixes} file there"
+    where = ", ".join(safe_text(str(p)) for p in paths)
+    return EmptyCorpusError(f"no readable OpenAPI/Swagger spec in {where} ({why}): pass the spec files, "
+                            "or folders that hold them")
 
 
 def iter_ingest(jobs: list[SpecJob], workers: int | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from specrag.cache import TTLCache
 from specrag.errors import LLMStageError
+from specrag.fallbacks import llm_call_failed
 from specrag.llm import astructured_call, model_name, structured_call
 from specrag.prompts import PromptInfo, PromptSet, check_template
 from specrag.settings import Settings
@@ -106,9 +107,11 @@ class LLMStage(PromptMixin):
         return cached
 
     def _failed(self, exc: LLMStageError, result: StageResult) -> None:
+        """Record the failure in the query's result, and have it told once (``specrag.fallbacks``)."""
         if isinstance(exc.call, LLMCall):
             result.llm_calls.append(exc.call)
         result.fall_back(exc.reason, str(exc))
+        llm_call_failed(result.fallbacks[-1])
         return None
 
     def _answered(self, key: tuple, answer: T, call: LLMCall, result: StageResult) -> T:

@@ -64,3 +64,29 @@ def test_an_api_whose_catalog_text_says_nothing_is_found_by_what_its_operations_
     assert plain._semantic(query, 2) == ids[:2]  # a tie: catalog order
     assert informed._semantic(query, 1) == ["petstore_v2"]
     assert informed._semantic("sign up a new account with an email address", 1) == ["users_api"]
+
+
+class _CountingEmbedder:
+    """Embeds each text as (len, 1, 0) and counts the texts it was given."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return [[float(len(t)), 1.0, 0.0] for t in texts]
+
+
+def test_entries_only_removed_reuse_the_cache_without_embedding(tmp_path):
+    """A spec that left the corpus leaves a catalog whose entries are all cached: nothing to embed
+    (it used to fail reshaping an empty batch, a traceback in `specrag index`)."""
+    from specrag.catalog.models import Catalog, CatalogEntry
+    from specrag.catalog.vectors import catalog_vectors
+
+    entries = [CatalogEntry(file_id=f, name=f, description=f"the {f} API", domains=[]) for f in ("users", "pets")]
+    embedder = _CountingEmbedder()
+    both = catalog_vectors(Catalog(version="v1", apis=entries), embedder, "m", tmp_path)
+    assert both.shape == (2, 3) and len(embedder.texts) == 2
+    one = catalog_vectors(Catalog(version="v2", apis=entries[1:]), embedder, "m", tmp_path)
+    assert np.allclose(one, both[1:]) and len(embedder.texts) == 2
+    assert catalog_vectors(Catalog(version="v3", apis=[]), embedder, "m", tmp_path).size == 0

@@ -37,17 +37,20 @@ def test_missing_env_file_is_one_line(tmp_path):
     assert_one_line_error(run_cli("query", "x", cwd=tmp_path, env=env), "SPECRAG_ENV_FILE", "gone.env")
 
 
-def test_empty_corpus_index_says_nothing_was_indexed_and_query_is_one_line(tmp_path):
+def test_empty_corpus_index_is_one_line_and_the_next_query_finds_no_index(tmp_path):
+    """A failed index leaves nothing: the next query says what it said before (test_cli_empty_corpus.py
+    has every command); ingest reports the files it read before its one line."""
     (tmp_path / "empty").mkdir()
     proc = run_cli("index", "empty", cwd=tmp_path)
-    assert "specs read: 0" in proc.stdout
-    assert_one_line_error(proc, "nothing was indexed", "no readable OpenAPI/Swagger spec in empty")
+    assert proc.stdout == ""
+    assert_one_line_error(proc, "no readable OpenAPI/Swagger spec in empty")
     proc = run_cli("query", "How do I create a user?", cwd=tmp_path)
-    assert_one_line_error(proc, "holds no API")
-    assert "AxisError" not in proc.stderr
+    assert_one_line_error(proc, "no index in", "specrag index")
+    (tmp_path / "empty" / "compose.yml").write_text("services: {}\n")
+    (tmp_path / "empty" / "stub.yaml").write_text("openapi: 3.0.0\n")
     proc = run_cli("ingest", "empty", "--json", cwd=tmp_path)
     assert json.loads(proc.stdout)["specs_read"] == 0
-    assert_one_line_error(proc, "no readable OpenAPI/Swagger spec")
+    assert_one_line_error(proc, "no readable OpenAPI/Swagger spec", "stub.yaml: no 'paths' object")
 
 
 def test_query_before_any_index_is_one_line(tmp_path):

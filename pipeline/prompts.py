@@ -16,8 +16,7 @@ from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, ConfigDict, Field
 
 from specrag.errors import PromptError
-
-DEFAULT_PROMPTS_PACKAGE = "specrag.default_prompts"  # the repository's prompts/, shipped in the wheel
+from specrag.settings import DEFAULT_PROMPTS_PACKAGE
 
 # prompt name -> the variables its stage passes (the stages build exactly these keys)
 PROMPT_VARS: dict[str, frozenset[str]] = {

@@ -30,6 +30,8 @@ def _env(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
+DEFAULT_PROMPTS_PACKAGE = "specrag.default_prompts"  # the prompts a prompts_dir of None means (the repository's prompts/)
+
 class Settings(BaseSettings):
     # .env: chosen per instance in __init__ (specrag.envfile), never the working folder's
     model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True, env_ignore_empty=True)

@@ -14,8 +14,7 @@ from pathlib import Path
 from specrag.cli.common import add_common, offline, open_engine
 from specrag.cli.output import print_json, show_progress
 from specrag.errors import SpecragError
-from specrag.prompts import DEFAULT_PROMPTS_PACKAGE
-from specrag.settings import Settings
+from specrag.settings import DEFAULT_PROMPTS_PACKAGE, Settings
 
 EXIT_LLM_ALL_FAILED = 3
 

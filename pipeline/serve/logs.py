@@ -94,6 +94,12 @@ def configure_json_logging(level: int = logging.INFO, stream: TextIO | None = No
         _lean_records()
     root.addHandler(handler)
     root.setLevel(level)
+    # specrag's own loggers follow the root: the CLI's plain stderr handler and warning level
+    # (cli_logging) would hide the request events and print each warning twice
+    own = logging.getLogger("specrag")
+    for old in list(own.handlers):
+        own.removeHandler(old)
+    own.setLevel(logging.NOTSET)
     for name in QUIET:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     return handler

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib.resources import files
+from importlib.util import find_spec
 from pathlib import Path
 
 from specrag.bench_fleet import copy_corpus, disk_mb, edit_one_spec
@@ -29,7 +29,8 @@ from specrag.bench_serve import ServeRequest, ServeResult, peak_rss_mb
 from specrag.errors import SpecragError
 from specrag.settings import Settings
 
-DEFAULT_QUERIES = Path(str(files("specrag.evals") / "sets" / "demo.jsonl"))  # shipped in the package
+# the demo set shipped in the package; found without importing specrag.evals (it loads the engine's records)
+DEFAULT_QUERIES = Path(find_spec("specrag.evals").submodule_search_locations[0]) / "sets" / "demo.jsonl"
 
 
 class BenchError(SpecragError, ValueError):

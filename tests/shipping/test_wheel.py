@@ -84,9 +84,12 @@ def test_the_wheel_holds_one_package_with_its_prompts_and_every_module(wheel):
 
 
 def test_the_installed_package_is_the_wheels(venv, tmp_path):
-    proc = run_in(venv, ["python", "-c", "import specrag, specrag.cli; print(specrag.__file__)"], tmp_path)
+    code = ("import specrag, specrag.cli; from specrag.bench import DEFAULT_QUERIES; "
+            "print(DEFAULT_QUERIES.is_file()); print(specrag.__file__)")
+    proc = run_in(venv, ["python", "-c", code], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert Path(proc.stdout.strip()).is_relative_to(venv), proc.stdout
+    shipped_set, package = proc.stdout.split()
+    assert shipped_set == "True" and Path(package).is_relative_to(venv), proc.stdout
     check = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "check"],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr  # every declared dependency is met

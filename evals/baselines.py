@@ -11,6 +11,12 @@
   without stages 1 and 2.
 - ``oracle-bm25`` (oracle setting): plain BM25 over the operations of the gold APIs only. It is
   the within-API ranking to beat once the right API is known.
+
+Each baseline's ranking also becomes a context (:class:`ContextAssembler`): its first
+``max_primary_results`` chunks, fetched from the store as nodes, through the engine's own
+``ReferenceExpander.postprocess_nodes`` (same token budget, chunk limit, depth and closure-first
+rule). That is the context a user of a flat top-k and the same expander would get, so the
+context metrics compare the engine's context with it like for like.
 """
 
 from __future__ import annotations
@@ -24,13 +30,19 @@ from typing import Any, Protocol
 import bm25s
 import numpy as np
 import yaml
-from specrag.evals.metrics import RankingScores
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import Field
+
+from specrag.context import KnowledgeContext
+from specrag.evals.metrics import ContextScores, RankingScores
 from specrag.fusion import weighted_rrf
+from specrag.nodes import chunk_to_node
 from specrag.specs.ids import base_chunk_id
 from specrag.specs.models import Chunk, ChunkType
 from specrag.specs.render import parameter_names, strip_markdown
 from specrag.stages.hybrid_retriever import HybridRetriever, SearchIndex
 from specrag.stages.query import SpecQuery
+from specrag.stages.ref_expand import ExpandedNodes
 
 logger = logging.getLogger(__name__)
 DEPTH = 10
@@ -46,10 +58,43 @@ class Baseline(Protocol):
         """Chunk ids, best first (at most ``DEPTH``)."""
 
 
-class BaselineScores(RankingScores):
-    """A baseline's ranking metrics on one query (same definitions as the pipeline's)."""
+class BaselineScores(ContextScores, RankingScores):
+    """A baseline's ranking metrics on one query and, when it was given a context, that context's
+    metrics (same definitions as the pipeline's; None: no context was built)."""
 
     ranking: list[str] = []
+    context_ids: list[str] = Field(default_factory=list, description="the context's chunk ids, primaries first")
+    context_chunk_tokens: list[int] = Field(default_factory=list, description="tokens of each of context_ids")
+    n_primary: int = Field(0, description="how many of context_ids are primary chunks")
+    context_tokens: int | None = Field(None, description="the context's total_tokens; None without a context")
+
+
+class ContextAssembler:
+    """A ranking -> the context the engine's reference expansion makes of it.
+
+    The first ``max_primary`` ids (the engine's ``max_primary_results``), fetched through
+    ``lookup`` and made nodes the way the store makes them, go through ``expander.postprocess_nodes``
+    as the engine's search nodes do; ids the lookup lacks are skipped."""
+
+    def __init__(self, expander, max_primary: int, lookup=None):
+        self.expander, self.max_primary = expander, max_primary
+        self.lookup = lookup if lookup is not None else expander.lookup
+
+    @classmethod
+    def from_engine(cls, engine) -> "ContextAssembler":
+        """The engine's own expander (``engine.references``) and primary cap."""
+        return cls(engine.references, engine.settings.max_primary_results)
+
+    def assemble(self, query: str, ranked_ids: list[str]) -> KnowledgeContext:
+        top = list(dict.fromkeys(ranked_ids))[: self.max_primary]
+        chunks = self.lookup.get_chunks(top)
+        nodes = [NodeWithScore(node=chunk_to_node(chunks[cid]), score=None) for cid in top if cid in chunks]
+        out = self.expander.postprocess_nodes(nodes, query_bundle=QueryBundle(query))
+        if not isinstance(out, ExpandedNodes):
+            raise TypeError(f"{type(self.expander).__name__}.postprocess_nodes must return ExpandedNodes")
+        expansion = out.expansion
+        return KnowledgeContext(query=query, primary_chunks=list(expansion.primary),
+                                referenced_chunks=list(expansion.referenced), total_tokens=expansion.total_tokens)
 
 
 def operation_document(chunk: Chunk) -> str:

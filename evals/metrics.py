@@ -11,6 +11,20 @@ Definitions (binary relevance; a ranking is deduplicated endpoints, best first):
   (``min(len(gold), k)`` hits at the top), so a gold item the run never finds costs score;
 - completeness: share of an operation's ``$ref`` closure (depth <= 3, the operation excluded)
   present in the context;
+
+The context metrics read what the user receives (primary plus referenced chunks, each with the
+token count the context gives it, whose sum is the context's ``total_tokens``):
+
+- R@ctx: share of the gold operations whose own operation chunk is in the context;
+  all@ctx: 1.0 when every one is;
+- context precision by API: share of the context's tokens in chunks of the gold APIs;
+- context precision by operation: share of the context's tokens in the gold operations'
+  footprints (the operation chunk, its ``$ref`` closure of depth <= 3 and its ``errors`` chunk;
+  any ``:partN`` of those counts); both are 0.0 for an empty context;
+- delivered completeness: mean, over the operations delivered as primary chunks, of the share of
+  each one's closure present in the context (``None`` when no operation is a primary);
+- paired randomization p: two-sided sign-flip test of the mean per-question difference between
+  two systems (see :func:`paired_randomization_p`);
 - hidden-step recovery@k: 1.0 when every gold call before the last is in the top k (the calls a
   question hides); None for single-call queries;
 - ordered-pair accuracy: over the gold pairs (a called before b, a != b), the share the plan
@@ -29,10 +43,11 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Protocol
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from specrag.context import Fallback
-from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
+from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, errors_chunk_id, parse_operation_id, split_chunk_id
 from specrag.specs.models import Chunk
 
 from specrag.evals.querysets import Endpoint, endpoint_key
@@ -192,6 +207,99 @@ def closure_share(closure: set[str], context_ids: Iterable[str]) -> float:
     return len(required & present) / len(required)
 
 
+def closure_completeness(operations: Iterable[str], context_ids: Sequence[str],
+                         get_chunks: Callable[[list[str]], dict[str, Chunk]],
+                         max_depth: int = 3) -> tuple[float | None, float | None]:
+    """(mean closure share over ``operations``, 1.0 when every share is 1.0); (None, None) without
+    operations. The gold completeness and the delivered completeness both read this."""
+    shares = [closure_share(ref_closure(op, get_chunks, max_depth), context_ids) for op in dict.fromkeys(operations)]
+    if not shares:
+        return None, None
+    return mean(shares), float(all(s == 1.0 for s in shares))
+
+
+def is_operation_chunk(chunk_id: str) -> bool:
+    """An operation's own chunk (or a ``:partN`` of it); not its ``errors`` chunk, not a component."""
+    return chunk_endpoint(chunk_id) is not None and not base_chunk_id(chunk_id).endswith(ERRORS_SUFFIX)
+
+
+def delivered_endpoints(context_ids: Iterable[str]) -> set[Endpoint]:
+    """The endpoints whose own operation chunk (its base id, not a part or ``errors``) is in the context."""
+    return {chunk_endpoint(cid) for cid in context_ids if is_operation_chunk(cid) and base_chunk_id(cid) == cid}
+
+
+def primary_operations(primary_ids: Iterable[str]) -> list[str]:
+    """The operations delivered as primary chunks, as operation chunk ids, first occurrence first."""
+    return list(dict.fromkeys(operation_of(cid) for cid in primary_ids if is_operation_chunk(cid)))
+
+
+def context_recall(gold: set, delivered: set) -> float:
+    """R@ctx: share of the gold operations delivered in the context."""
+    return len(gold & delivered) / len(gold) if gold else 0.0
+
+
+def context_all_found(gold: set, delivered: set) -> float:
+    """all@ctx: 1.0 when every gold operation is delivered in the context."""
+    return 1.0 if gold and gold <= delivered else 0.0
+
+
+def token_share(chunks: Sequence[tuple[str, int]], relevant: Callable[[str], bool]) -> float:
+    """Share of the tokens of ``chunks`` ((id, tokens) pairs) in the chunks ``relevant`` accepts;
+    0.0 for an empty context."""
+    total = sum(n for _, n in chunks)
+    return sum(n for cid, n in chunks if relevant(cid)) / total if total > 0 else 0.0
+
+
+def api_precision(chunks: Sequence[tuple[str, int]], gold_apis: Iterable[str]) -> float:
+    """Context precision by API: share of the context's tokens in chunks of the gold APIs."""
+    apis = set(gold_apis)
+    return token_share(chunks, lambda cid: split_chunk_id(cid)[0] in apis)
+
+
+def operation_footprint(op_id: str, get_chunks: Callable[[list[str]], dict[str, Chunk]],
+                        max_depth: int = 3) -> set[str]:
+    """An operation chunk, its ``$ref`` closure (:func:`ref_closure`) and its ``errors`` chunk."""
+    return {op_id, errors_chunk_id(op_id)} | ref_closure(op_id, get_chunks, max_depth)
+
+
+def operation_precision(chunks: Sequence[tuple[str, int]], footprint: set[str]) -> float:
+    """Context precision by operation: share of the context's tokens in ``footprint`` (the union of
+    the gold operations' footprints); a ``:partN`` counts as its chunk."""
+    return token_share(chunks, lambda cid: base_chunk_id(cid) in footprint)
+
+
+def paired_randomization_p(a: Sequence[float], b: Sequence[float], rounds: int = 10_000, seed: int = 0) -> float | None:
+    """Two-sided paired randomization (sign-flip) test of the mean of ``b - a`` over paired values.
+
+    Each round flips the sign of every per-question difference with probability 1/2 (as swapping
+    the two systems' values would); p = (1 + rounds whose |mean| is at least the observed |mean|)
+    / (1 + rounds), so it is never 0. A fixed ``seed`` makes it reproducible. Identical runs give
+    1.0; None without pairs. (ranx's ``compare`` runs the same Fisher randomization test.)
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired values differ in length: {len(a)} and {len(b)}")
+    diffs = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    if diffs.size == 0:
+        return None
+    if not diffs.any():
+        return 1.0
+    observed = abs(float(diffs.mean())) - 1e-12  # float ties count as at least as extreme
+    rng = np.random.default_rng(seed)
+    hits, done = 0, 0
+    while done < rounds:  # blocks bound the memory: rounds x questions signs at most 1,000 rows at a time
+        n = min(1000, rounds - done)
+        signs = rng.integers(0, 2, size=(n, diffs.size), dtype=np.int8) * 2 - 1
+        hits += int(np.count_nonzero(np.abs(signs @ diffs) / diffs.size >= observed))
+        done += n
+    return (hits + 1) / (rounds + 1)
+
+
+def paired_values(pairs: Iterable[tuple[float | None, float | None]]) -> tuple[list[float], list[float]]:
+    """The pairs where both sides have a value, split into the two sides."""
+    kept = [(x, y) for x, y in pairs if x is not None and y is not None]
+    return [x for x, _ in kept], [y for _, y in kept]
+
+
 class RankingScores(BaseModel):
     """A ranking's scores on one query: the pipeline's and every baseline's."""
 
@@ -202,8 +310,30 @@ class RankingScores(BaseModel):
     ndcg_at_10: float = 0.0
 
 
-class QueryMetrics(RankingScores):
-    """One query's scores; the all-zero default is what an erroring query gets."""
+class ContextScores(BaseModel):
+    """The context's scores on one query (the engine's or a baseline's). None: not measured (a run
+    from before they existed, or a baseline without a context); an erroring query gets zeros."""
+
+    ctx_recall: float | None = Field(None, description="R@ctx: gold operations whose own chunk is in the context")
+    ctx_all_found: float | None = Field(None, description="all@ctx: 1.0 when every gold operation is")
+    ctx_api_precision: float | None = Field(None, description="share of the context's tokens of the gold APIs")
+    ctx_op_precision: float | None = Field(None, description="share of the context's tokens in the gold "
+                                                             "operations, their closures and errors chunks")
+    ctx_completeness: float | None = Field(None, description="mean closure share of the operations delivered as "
+                                                             "primaries; None when none is")
+
+    @classmethod
+    def failed(cls) -> "ContextScores":
+        return cls(ctx_recall=0.0, ctx_all_found=0.0, ctx_api_precision=0.0, ctx_op_precision=0.0,
+                   ctx_completeness=0.0)
+
+
+CONTEXT_METRICS = (*ContextScores.model_fields, "context_tokens")  # context_tokens: the context's total_tokens
+
+
+class QueryMetrics(ContextScores, RankingScores):
+    """One query's scores; the all-zero default (with :meth:`ContextScores.failed`) is what an
+    erroring query gets."""
 
     selection_accuracy: float = 0.0
     selection_precision: float = 0.0
@@ -250,7 +380,18 @@ class LatencyStats(BaseModel):
     n: int = 0
 
 
-BASELINE_METRICS = ("recall_at_5", "recall_at_10", "all_found_at_10", "mrr", "ndcg_at_10")
+RANKING_METRICS = ("recall_at_5", "recall_at_10", "all_found_at_10", "mrr", "ndcg_at_10")
+BASELINE_METRICS = (*CONTEXT_METRICS, *RANKING_METRICS)
+
+
+def query_value(result: ScoredQuery, metric: str) -> float | None:
+    """The pipeline's value of ``metric`` on one query: a QueryMetrics field or ``context_tokens``."""
+    return float(result.context_tokens) if metric == "context_tokens" else getattr(result.metrics, metric)
+
+
+def baseline_value(scores: BaseModel, metric: str) -> float | None:
+    value = getattr(scores, metric, None)
+    return None if value is None else float(value)
 
 
 class SubsetRecall(BaseModel):
@@ -277,8 +418,12 @@ class MetricSummary(BaseModel):
     completion_tokens_per_query: float = 0.0
     fallback_rate: float = Field(0.0, description="share of queries with a fallback whose reason is not no_llm")
     fallback_counts: dict[str, int] = Field(default_factory=dict, description="'stage/reason' -> count")
-    baselines: dict[str, dict[str, float]] = Field(default_factory=dict,
-                                                   description="baseline name -> metric -> mean over the queries")
+    delivered_n: int = Field(0, description="queries with an operation among the context's primaries (or an error)")
+    baselines: dict[str, dict[str, float | None]] = Field(
+        default_factory=dict, description="baseline name -> metric -> mean over the queries (None: not measured)")
+    baseline_p: dict[str, dict[str, float | None]] = Field(
+        default_factory=dict, description="baseline name -> metric -> paired randomization p of the pipeline "
+                                          "against the baseline over the queries (None: no pairs)")
     selection_missed: SubsetRecall = Field(default_factory=SubsetRecall,
                                            description="queries whose gold API stage 1 missed (selection accuracy < 1)")
     edge_recall: float | None = Field(None, description="micro average over the gold calls' id parameters")
@@ -295,6 +440,7 @@ def summarize(results: Sequence[ScoredQuery]) -> MetricSummary:
     stages = sorted({stage for r in ran for stage in r.latency_ms})
     latency = {s: _latency([r.latency_ms[s] for r in ran if s in r.latency_ms]) for s in stages}
     counts = Counter(f"{fb.stage}/{fb.reason}" for r in results for fb in r.fallbacks)
+    names = [n for n in sorted({n for r in results for n in r.baselines}) if all(n in r.baselines for r in results)]
     return MetricSummary(
         n_queries=len(results),
         n_errors=sum(r.error is not None for r in results),
@@ -307,9 +453,12 @@ def summarize(results: Sequence[ScoredQuery]) -> MetricSummary:
         completion_tokens_per_query=mean(r.llm.completion_tokens for r in results),
         fallback_rate=mean(float(any(fb.reason != "no_llm" for fb in r.fallbacks)) for r in results),
         fallback_counts=dict(sorted(counts.items())),
-        baselines={name: {k: mean(getattr(r.baselines[name], k) for r in results) for k in BASELINE_METRICS}
-                   for name in sorted({n for r in results for n in r.baselines})
-                   if all(name in r.baselines for r in results)},
+        delivered_n=sum(r.metrics.ctx_completeness is not None for r in results),
+        baselines={name: {k: _mean_or_none(baseline_value(r.baselines[name], k) for r in results)
+                          for k in BASELINE_METRICS} for name in names},
+        baseline_p={name: {k: paired_randomization_p(*paired_values(
+                              (query_value(r, k), baseline_value(r.baselines[name], k)) for r in results))
+                          for k in BASELINE_METRICS} for name in names},
         selection_missed=_subset_recall([r for r in results if r.metrics.selection_accuracy < 1.0]),
         **_edges([g for r in results if (g := getattr(r, "graph", None)) is not None]),
     )
@@ -327,6 +476,11 @@ def _edges(graphs: list[GoldGraph]) -> dict:
     counts = [n for g in graphs for n in g.producers_per_param]
     return {"edge_recall": hits / total if total else None, "edge_total": total,
             "producers_per_param": mean(counts) if counts else None}
+
+
+def _mean_or_none(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return mean(present) if present else None
 
 
 def _latency(values: list[float]) -> LatencyStats:

@@ -23,7 +23,7 @@ from specrag.specs.models import Chunk
 from specrag.versions import package_versions
 
 from specrag.evals import metrics as m
-from specrag.evals.baselines import Baseline, BaselineScores
+from specrag.evals.baselines import Baseline, BaselineScores, ContextAssembler
 from specrag.evals.querysets import EvalQuery
 from specrag.evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, write_run
 
@@ -53,14 +53,18 @@ class ChunkLookup(Protocol):
 
 
 def run_eval(queries: list[EvalQuery], engine: ContextSource, lookup: ChunkLookup, *, mode: str,
-             setting: str, run_info: dict, progress: bool = True, baselines: list[Baseline] = ()) -> EvalRun:
+             setting: str, run_info: dict, progress: bool = True, baselines: list[Baseline] = (),
+             contexts: ContextAssembler | None = None) -> EvalRun:
     """Run every query (one at a time, in order) and score it; a failing query scores 0.
-    Each baseline ranks every query too, scored the same way, so reports compare like with like."""
+    Each baseline ranks every query too, scored the same way, so reports compare like with like;
+    with ``contexts`` (the engine's own reference expansion, :meth:`ContextAssembler.from_engine`)
+    each baseline's ranking also becomes a context, scored with the engine's context metrics."""
     mode, setting = _choice(EvalMode, mode), _choice(EvalSetting, setting)
     results, prompts = [], set()
     for query in tqdm(queries, desc=f"eval ({setting.value})", unit="query", disable=not progress):
         result, seen = _run_one(query, engine, lookup, setting)
-        result.baselines = {b.name: baseline_scores(b.rank(query.query, list(query.apis)), query) for b in baselines}
+        result.baselines = {b.name: baseline_scores(b.rank(query.query, list(query.apis)), query, contexts, lookup)
+                            for b in baselines}
         results.append(result)
         prompts |= seen
     by_set: dict[str, list[QueryResult]] = {}
@@ -84,7 +88,8 @@ def _run_one(query: EvalQuery, engine: ContextSource, lookup: ChunkLookup,
     except Exception as exc:  # noqa: BLE001 -- any failure is recorded and scored 0, never dropped
         base.error = f"{type(exc).__name__}: {exc}"
         multi = 0.0 if len(m.gold_pairs([e.key() for e in query.endpoints])) else None
-        base.metrics = m.QueryMetrics(hidden_recovery_at_10=multi, plan_pair_accuracy=multi, plan_order_accuracy=multi)
+        base.metrics = m.QueryMetrics(**dict(m.ContextScores.failed()), hidden_recovery_at_10=multi,
+                                      plan_pair_accuracy=multi, plan_order_accuracy=multi)
         base.latency_ms = {"total": (time.perf_counter() - start) * 1000}
         return base, set()
 
@@ -98,7 +103,8 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
     ranking = m.ranked_endpoints(ranked_ids)
     context_ids = [c.id for c in ctx.chunks]
     by_id = {c.id: c.metadata for c in ctx.chunks}
-    completeness, complete = _completeness(gold, context_ids, lookup)
+    found = _gold_in_context(gold, context_ids)
+    completeness, complete = m.closure_completeness(found, context_ids, lookup.get_chunks, CLOSURE_DEPTH)
     gold_seq = [e.key() for e in query.endpoints]
     plan = m.ranked_endpoints(_plan(stats, lookup, query.query))
     calls = [c for c in stats.llm_calls if not c.cached]
@@ -107,12 +113,15 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
         expanded_query=stats.expanded_query,
         retrieved=[_retrieved(i, by_id.get(i)) for i in ranked_ids],
         context_ids=context_ids,
+        context_chunk_tokens=[c.n_tokens for c in ctx.chunks],
+        n_primary=len(ctx.primary_chunks),
         context_tokens=ctx.total_tokens,
         latency_ms={"total": wall_ms, **stats.timings_ms},
         fallbacks=list(stats.fallbacks),
         llm=m.LLMUsage(calls=len(calls), prompt_tokens=sum(c.prompt_tokens for c in calls),
                        completion_tokens=sum(c.completion_tokens for c in calls)),
         metrics=m.QueryMetrics(
+            **dict(context_scores(query, ctx, lookup)),
             selection_accuracy=m.selection_accuracy(query.apis, stats.selected_apis),
             selection_precision=m.selection_precision(query.apis, stats.selected_apis),
             recall_at_5=m.recall_at_k(ranking, gold, 5),
@@ -131,11 +140,51 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
     ))
 
 
-def baseline_scores(ranked_ids: list[str], query: EvalQuery) -> BaselineScores:
+def baseline_scores(ranked_ids: list[str], query: EvalQuery, contexts: ContextAssembler | None = None,
+                    lookup: ChunkLookup | None = None) -> BaselineScores:
+    """A baseline's ranking scores; with ``contexts``, also the scores of the context its ranking
+    gives through the engine's reference expansion (closures read through ``lookup``, by default
+    the assembler's)."""
     gold, ranking = query.gold_keys(), m.ranked_endpoints(ranked_ids)
-    return BaselineScores(recall_at_5=m.recall_at_k(ranking, gold, 5), recall_at_10=m.recall_at_k(ranking, gold, 10),
-                          all_found_at_10=m.all_found_at_k(ranking, gold, 10), mrr=m.reciprocal_rank(ranking, gold),
-                          ndcg_at_10=m.ndcg_at_k(ranking, gold, 10), ranking=list(ranked_ids))
+    scores = BaselineScores(recall_at_5=m.recall_at_k(ranking, gold, 5), recall_at_10=m.recall_at_k(ranking, gold, 10),
+                            all_found_at_10=m.all_found_at_k(ranking, gold, 10), mrr=m.reciprocal_rank(ranking, gold),
+                            ndcg_at_10=m.ndcg_at_k(ranking, gold, 10), ranking=list(ranked_ids))
+    if contexts is None:
+        return scores
+    ctx = contexts.assemble(query.query, ranked_ids)
+    return scores.model_copy(update={
+        **dict(context_scores(query, ctx, lookup or contexts.lookup)), "context_ids": [c.id for c in ctx.chunks],
+        "context_chunk_tokens": [c.n_tokens for c in ctx.chunks], "n_primary": len(ctx.primary_chunks),
+        "context_tokens": ctx.total_tokens})
+
+
+def context_scores(query: EvalQuery, ctx: KnowledgeContext, lookup: ChunkLookup) -> m.ContextScores:
+    """The context metrics of one context, the engine's or a baseline's (the same code for both)."""
+    gold = query.gold_keys()
+    chunks = [(c.id, c.n_tokens) for c in ctx.chunks]
+    context_ids = [cid for cid, _ in chunks]
+    delivered = m.delivered_endpoints(context_ids)
+    footprint: set[str] = set()
+    for op in _gold_operations(query, context_ids, lookup):
+        footprint |= m.operation_footprint(op, lookup.get_chunks, CLOSURE_DEPTH)
+    primaries = m.primary_operations(c.id for c in ctx.primary_chunks)
+    completeness, _ = m.closure_completeness(primaries, context_ids, lookup.get_chunks, CLOSURE_DEPTH)
+    return m.ContextScores(ctx_recall=m.context_recall(gold, delivered),
+                           ctx_all_found=m.context_all_found(gold, delivered),
+                           ctx_api_precision=m.api_precision(chunks, query.apis),
+                           ctx_op_precision=m.operation_precision(chunks, footprint), ctx_completeness=completeness)
+
+
+def _gold_operations(query: EvalQuery, context_ids: list[str], lookup: ChunkLookup) -> list[str]:
+    """The gold operations' chunk ids: as the labels spell them when the corpus has them, and any
+    context operation whose endpoint matches a gold one (a label may name a parameter otherwise)."""
+    spelled = [operation_chunk_id(e.api, e.path, e.method.lower()) for e in query.endpoints]
+    known = lookup.get_chunks(list(dict.fromkeys(spelled)))
+    gold = query.gold_keys()
+    matched = [cid for cid in context_ids if m.is_operation_chunk(cid) and m.chunk_endpoint(cid) in gold]
+    return list(dict.fromkeys([*(i for i in spelled if i in known), *(m.operation_of(c) for c in matched)]))
+
+
 def _plan(stats, lookup: ChunkLookup, question: str) -> list[str]:
     """The plan's operations, built from the query's own ranking (no second query)."""
     chunks = lookup.get_chunks([i for i in stats.ranking if parse_operation_id(i)])
@@ -160,18 +209,15 @@ def _gold_graph(query: EvalQuery, lookup: ChunkLookup) -> m.GoldGraph:
     return m.GoldGraph(edge_hits=hits, edge_total=total, producers_per_param=counts)
 
 
-def _completeness(gold: set, context_ids: list[str], lookup: ChunkLookup) -> tuple[float | None, float | None]:
-    """Closure share per gold endpoint found anywhere in the context; None when none was found."""
+def _gold_in_context(gold: set, context_ids: list[str]) -> list[str]:
+    """The operation of each gold endpoint found anywhere in the context (its chunk, a part or its
+    errors chunk), first occurrence first: what the gold completeness reads."""
     operations: dict[Any, str] = {}
     for chunk_id in context_ids:
         endpoint = m.chunk_endpoint(chunk_id)
         if endpoint in gold:
             operations.setdefault(endpoint, m.operation_of(chunk_id))
-    if not operations:
-        return None, None
-    shares = [m.closure_share(m.ref_closure(op, lookup.get_chunks, CLOSURE_DEPTH), context_ids)
-              for op in operations.values()]
-    return m.mean(shares), float(all(s == 1.0 for s in shares))
+    return list(operations.values())
 
 
 def _retrieved(chunk_id: str, meta: dict | None) -> RetrievedChunk:

@@ -30,7 +30,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=None, help="output folder (default runs/<timestamp>)")
     p.add_argument("--baseline", choices=["flat", "none"], default="flat",
                    help="rank every query with the flat per-operation baseline too (and, in the oracle setting, "
-                        "plain BM25 within the gold APIs); default flat")
+                        "plain BM25 within the gold APIs), and build each baseline's context through the engine's "
+                        "reference expansion; default flat")
     add_common(p)
     p.set_defaults(handler=evaluate)
 
@@ -67,13 +68,14 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
     queries = load_query_sets([Path(s) for s in args.sets])
     local, engine = open_engine(args, settings, args.corpus)
     store = engine.references.lookup
-    baselines = []
+    baselines, contexts = [], None
     if args.baseline == "flat":
-        from specrag.evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline
+        from specrag.evals.baselines import ChunkFlatBaseline, ContextAssembler, FlatBaseline, OracleBm25Baseline
 
         baselines = [FlatBaseline.build(store, local.data_dir / "baselines"), ChunkFlatBaseline(store)]
         baselines += [OracleBm25Baseline(store)] if args.setting == "oracle" else []
-    run = run_eval(queries, engine, store, baselines=baselines,
+        contexts = ContextAssembler.from_engine(engine)  # each baseline's top hits through our reference expansion
+    run = run_eval(queries, engine, store, baselines=baselines, contexts=contexts,
                    mode=args.mode, setting=args.setting, progress=show_progress(args),
                    run_info={"corpus": [str(p) for p in args.corpus], "sets": args.sets, "settings": local,
                              "prompts_dir": str(local.prompts_dir or DEFAULT_PROMPTS_PACKAGE)})

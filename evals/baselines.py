@@ -13,9 +13,9 @@
   the within-API ranking to beat once the right API is known.
 
 Each baseline's ranking also becomes a context (:class:`ContextAssembler`): its first
-``max_primary_results`` chunks, fetched from the store as nodes, through the engine's own
+``context_primaries`` chunks, fetched from the store as nodes, through the engine's own
 ``ReferenceExpander.postprocess_nodes`` (same token budget, chunk limit, depth and closure-first
-rule). That is the context a user of a flat top-k and the same expander would get, so the
+rule), and the rest of its ranking through the engine's signature tier. That is the context a user of a flat top-k and the same expander would get, so the
 context metrics compare the engine's context with it like for like.
 """
 
@@ -70,20 +70,21 @@ class BaselineScores(ContextScores, RankingScores):
 
 
 class ContextAssembler:
-    """A ranking -> the context the engine's reference expansion makes of it.
+    """A ranking -> the context the engine's reference expansion and signature tier make of it.
 
-    The first ``max_primary`` ids (the engine's ``max_primary_results``), fetched through
+    The first ``max_primary`` ids (the engine's ``context_primaries``), fetched through
     ``lookup`` and made nodes the way the store makes them, go through ``expander.postprocess_nodes``
-    as the engine's search nodes do; ids the lookup lacks are skipped."""
+    as the engine's search nodes do; ids the lookup lacks are skipped. The rest of the ranking
+    gets signatures from ``signatures`` (the engine's tier), as the engine's ranking does."""
 
-    def __init__(self, expander, max_primary: int, lookup=None):
-        self.expander, self.max_primary = expander, max_primary
+    def __init__(self, expander, max_primary: int, lookup=None, signatures=None):
+        self.expander, self.max_primary, self.signatures = expander, max_primary, signatures
         self.lookup = lookup if lookup is not None else expander.lookup
 
     @classmethod
     def from_engine(cls, engine) -> "ContextAssembler":
-        """The engine's own expander (``engine.references``) and primary cap."""
-        return cls(engine.references, engine.settings.max_primary_results)
+        """The engine's own expander (``engine.references``), primary cap and signature tier."""
+        return cls(engine.references, engine.settings.context_primaries, signatures=engine.signatures)
 
     def assemble(self, query: str, ranked_ids: list[str]) -> KnowledgeContext:
         top = list(dict.fromkeys(ranked_ids))[: self.max_primary]
@@ -93,8 +94,8 @@ class ContextAssembler:
         if not isinstance(out, ExpandedNodes):
             raise TypeError(f"{type(self.expander).__name__}.postprocess_nodes must return ExpandedNodes")
         expansion = out.expansion
-        return KnowledgeContext(query=query, primary_chunks=list(expansion.primary),
-                                referenced_chunks=list(expansion.referenced), total_tokens=expansion.total_tokens)
+        signatures = self.signatures.signatures(ranked_ids, expansion) if self.signatures is not None else []
+        return KnowledgeContext.assemble(query, expansion, signatures)
 
 
 def operation_document(chunk: Chunk) -> str:

@@ -165,10 +165,13 @@ def _context_tables(run: EvalRun) -> list[str]:
     """Per set: each context metric for the pipeline and every baseline with a context, with the
     delta and the paired p-value."""
     settings = run.run.settings
-    limits = ", ".join(f"{label} {settings[k]}" for k, label in (("max_primary_results", "primaries <="),
-                       ("context_token_limit", "tokens <="), ("max_total_chunks", "chunks <=")) if k in settings)
+    limits = ", ".join(f"{label} {settings[k]}" for k, label in (
+        ("max_primary_results", "ranked primaries <="), ("context_full_primaries", "in full <="),
+        ("context_signature_depth", "signatures to rank"), ("context_token_limit", "tokens <="),
+        ("max_total_chunks", "chunks <=")) if k in settings)
     lines = ["## Context", "",
-             "What the user receives: the primary chunks plus their references" + (f" ({limits})" if limits else "")
+             "What the user receives: the primary chunks in full with their references, then the rest of the "
+             "ranking as signatures" + (f" ({limits})" if limits else "")
              + ". `R@ctx`: gold operations whose own chunk is in the context; `all@ctx`: every one is; `prec API`: "
              "share of the context's tokens of the gold APIs; `prec op`: share in the gold operations, their $ref "
              "closures (depth 3) and errors chunks; `tokens`: the context's total; `complete@ctx`: closure share of "

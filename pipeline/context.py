@@ -16,12 +16,12 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from specrag.specs.models import decoded_metadata
-from specrag.stages.results import ContextChunk, CutRef, Fallback, LLMCall
+from specrag.stages.results import ContextChunk, CutRef, Fallback, LLMCall, ReferenceExpansion
 
 __all__ = ["API_ID", "CONTEXT_SCHEMA_VERSION", "ContextChunk", "CutRef", "Fallback", "KnowledgeContext", "LLMCall",
            "RetrievalStats", "output_metadata"]
 
-CONTEXT_SCHEMA_VERSION = 1
+CONTEXT_SCHEMA_VERSION = 2  # 2: signature_chunks
 API_ID = "api"
 _STORED_API_ID = "source_file"
 
@@ -73,18 +73,32 @@ class KnowledgeContext(BaseModel):
     schema_version: int = Field(CONTEXT_SCHEMA_VERSION, description="shape of this JSON; bumped when it changes")
     query: str
     primary_chunks: list[ContextChunk] = Field(default_factory=list)
+    signature_chunks: list[ContextChunk] = Field(
+        default_factory=list, description="ranked operations that are not primaries, one signature each "
+                                          "(method, path, summary, parameters, schema names)")
     referenced_chunks: list[ContextChunk] = Field(default_factory=list)
     total_tokens: int = 0
     retrieval_stats: RetrievalStats = Field(default_factory=RetrievalStats)
 
-    @field_validator("primary_chunks", "referenced_chunks")
+    @field_validator("primary_chunks", "signature_chunks", "referenced_chunks")
     @classmethod
     def _output_metadata(cls, chunks: list[ContextChunk]) -> list[ContextChunk]:
         return [c.model_copy(update={"metadata": output_metadata(c.metadata)}) for c in chunks]
 
+    @classmethod
+    def assemble(cls, query: str, expansion: ReferenceExpansion, signatures: list[ContextChunk] = (),
+                 stats: RetrievalStats | None = None) -> "KnowledgeContext":
+        """The context of a reference expansion and the signatures added in the budget it left
+        (the engine's, and the eval baselines' built the same way)."""
+        signatures = list(signatures)
+        return cls(query=query, primary_chunks=list(expansion.primary), signature_chunks=signatures,
+                   referenced_chunks=list(expansion.referenced),
+                   total_tokens=expansion.total_tokens + sum(c.n_tokens for c in signatures),
+                   retrieval_stats=stats or RetrievalStats())
+
     @property
     def chunks(self) -> list[ContextChunk]:
-        return [*self.primary_chunks, *self.referenced_chunks]
+        return [*self.primary_chunks, *self.signature_chunks, *self.referenced_chunks]
 
     def to_json(self, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent)

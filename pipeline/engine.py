@@ -34,6 +34,7 @@ from specrag.settings import Settings
 from specrag.stages.events import StageEndEvent, dispatcher, emit
 from specrag.stages.protocols import ApiSelector, QueryExpander
 from specrag.stages.ref_expand import ExpandedNodes, ReferenceExpander
+from specrag.stages.signatures import SignatureTier
 from specrag.stages.results import (ApiSelection, QueryExpansion, ReferenceExpansion, SearchResult, StageMode,
                                      StageResult, SynthesisResult)
 from specrag.stages.search import RANKING_DEPTH, SearchStage
@@ -59,6 +60,8 @@ class ApiQueryEngine(CustomQueryEngine):
     steps: list[BaseNodePostprocessor] = Field(default_factory=list,
                                                description="stage 3: postprocessors that reorder the ranking")
     references: ReferenceExpander = Field(description="the $ref closure of the primary chunks, within budgets")
+    signatures: Optional[SignatureTier] = Field(None, description="signatures of the ranked operations that are "
+                                                                  "not primaries, in the budget left")
     synthesizer: Optional[Synthesizer] = Field(None, description="answers with [Source N] when set")
     decomposer: Optional[Any] = Field(None, description="splits a question into searches (agentic retrieval)")
     settings: Settings
@@ -67,7 +70,8 @@ class ApiQueryEngine(CustomQueryEngine):
     _search: SearchStage = PrivateAttr()
 
     def model_post_init(self, __context: Any) -> None:
-        self._search = SearchStage(self.retriever, self.steps, depth=max(RANKING_DEPTH, self.settings.max_primary_results),
+        depth = max(RANKING_DEPTH, self.settings.max_primary_results, self.settings.context_signature_depth)
+        self._search = SearchStage(self.retriever, self.steps, depth=depth,
                                    query_analysis=self.settings.enable_query_analysis)
 
     def _get_prompt_modules(self) -> PromptMixinType:
@@ -100,7 +104,7 @@ class ApiQueryEngine(CustomQueryEngine):
             expansion = self._done(self.expander.expand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
             search = self._done(self._search.search(query, expansion, selection))
-            nodes = self.references.postprocess_nodes(search.nodes[: self.settings.max_primary_results],
+            nodes = self.references.postprocess_nodes(search.nodes[: self.settings.context_primaries],
                                                       query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
 
@@ -114,7 +118,7 @@ class ApiQueryEngine(CustomQueryEngine):
             expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
             search = self._done(await self._search.asearch(query, expansion, selection))
-            nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.max_primary_results],
+            nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.context_primaries],
                                                              query_bundle=QueryBundle(query))
         return self._assemble(query, start, warnings, selection, expansion, search, nodes)
 
@@ -150,8 +154,9 @@ class ApiQueryEngine(CustomQueryEngine):
         refs = self._done(nodes.expansion, "refs")
         t = time.perf_counter()
         stats = retrieval_stats(warnings, selection, expansion, search, refs)
-        ctx = KnowledgeContext(query=query, primary_chunks=list(refs.primary), referenced_chunks=list(refs.referenced),
-                               total_tokens=refs.total_tokens, retrieval_stats=stats)
+        signatures = (self.signatures.signatures([n.node.node_id for n in search.nodes], refs)
+                      if self.signatures is not None else [])
+        ctx = KnowledgeContext.assemble(query, refs, signatures, stats)
         stats.timings_ms["assemble"] = elapsed_ms(t)
         stats.timings_ms["total"] = elapsed_ms(start)
         if self.settings.log_retrieval_stats:

@@ -15,6 +15,7 @@ from specrag.stages.method_prior import MethodPrior
 from specrag.stages.producers import ProducerExpander
 from specrag.stages.query_expand import KeywordQueryExpander
 from specrag.stages.ref_expand import ReferenceExpander
+from specrag.stages.signatures import SignatureTier
 
 
 def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
@@ -63,5 +64,6 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     known = frozenset(store.complete_api_ids() & catalog.ids())
     graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalog_dir, api), known)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,
-                          references=ReferenceExpander.from_settings(store, settings), synthesizer=synthesizer,
+                          references=ReferenceExpander.from_settings(store, settings),
+                          signatures=SignatureTier.from_settings(store, settings), synthesizer=synthesizer,
                           decomposer=decomposer, settings=settings, known_apis=known, graph=graph)

@@ -13,7 +13,8 @@ from specrag.context import ContextChunk, KnowledgeContext
 
 
 def render_markdown(ctx: KnowledgeContext) -> str:
-    """Header (query, APIs), ``## Primary``, ``## Referenced (depth N, from X)`` groups, stats."""
+    """Header (query, APIs), ``## Primary``, ``## Also ranked`` (signatures),
+    ``## Referenced (depth N, from X)`` groups, stats."""
     stats = ctx.retrieval_stats
     apis = ", ".join(f"`{a}`" for a in stats.selected_apis) or "none selected"
     lines = [f"# Context for: {ctx.query}", "", f"APIs: {apis}"]
@@ -24,6 +25,10 @@ def render_markdown(ctx: KnowledgeContext) -> str:
         lines += ["_No matching chunks._", ""]
     for rank, chunk in enumerate(ctx.primary_chunks, 1):
         lines += _chunk_block(chunk, f"{rank}. ")
+    if ctx.signature_chunks:
+        lines += ["## Also ranked (signatures: their schemas and errors are not in this context)", ""]
+    for chunk in ctx.signature_chunks:
+        lines += _chunk_block(chunk)
     group: tuple[int, str | None] | None = None
     for chunk in ctx.referenced_chunks:  # BFS order keeps each (depth, referrer) group together
         if (chunk.depth, chunk.referenced_from) != group:

@@ -86,6 +86,13 @@ class Settings(BaseSettings):
     max_total_chunks: int = Field(15, ge=1, le=1000, validation_alias=_env("RETRIEVAL_MAX_TOTAL_CHUNKS"))
     max_depth: int = Field(3, ge=0, le=20, validation_alias=_env("RETRIEVAL_MAX_DEPTH"))
     context_token_limit: int = Field(4000, ge=100, le=2_000_000, validation_alias=_env("CONTEXT_TOKEN_LIMIT"))
+    context_full_primaries: int = Field(1, ge=1, le=100, validation_alias=_env("CONTEXT_FULL_PRIMARIES"),
+                                        description="of the first max_primary_results hits, how many enter the context in "
+                                                    "full with their $ref closure (the others as signatures); 1 was "
+                                                    "chosen by leave-one-set-out, see docs/evals.md")
+    context_signature_depth: int = Field(10, ge=0, le=100, validation_alias=_env("CONTEXT_SIGNATURE_DEPTH"),
+                                         description="ranked operations up to this rank that are not primaries get "
+                                                     "a signature in the context (within the token limit); 0: none")
     timeout_ms: int = Field(5000, ge=1, le=600_000, validation_alias=_env("RETRIEVAL_TIMEOUT_MS"))
     enable_query_analysis: bool = Field(True, validation_alias=_env("ENABLE_QUERY_ANALYSIS"),
                                         description="infer endpoint/schema/error intent and filter by chunk type")
@@ -172,6 +179,11 @@ class Settings(BaseSettings):
         withhold, own_key = key_for_dotenv_url(env_file and Path(env_file), _given_fields(values, type(self)))
         if withhold:
             self.openai_api_key = own_key
+
+    @property
+    def context_primaries(self) -> int:
+        """How many ranked hits a context shows in full, with their closure."""
+        return min(self.max_primary_results, self.context_full_primaries)
 
     @field_validator("collection")
     @classmethod

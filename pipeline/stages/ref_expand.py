@@ -245,7 +245,7 @@ class ReferenceExpander(BaseNodePostprocessor):
 
     def _reference(self, cand: _Candidate, chunk: Chunk) -> ContextChunk:
         compact = self.compact_references and bool(chunk.compact_text)
-        metadata = {k: v for k, v in _stored_metadata(self.lookup, chunk).items() if k != "compact_text"}
+        metadata = shown_metadata(self.lookup, chunk)
         return ContextChunk(id=cand.id, text=chunk.compact_text if compact else chunk.text, metadata=metadata,
                             n_tokens=self._tokens(chunk), depth=cand.depth, referenced_from=cand.referenced_from,
                             compact=compact)
@@ -314,12 +314,12 @@ def _followed_refs(chunk: Chunk, compact: bool) -> list[str]:
     return [r for r in chunk.ref_ids if not (compact and chunk.compact_text and _is_part(r))]
 
 
-def _stored_metadata(lookup: ChunkLookup, chunk: Chunk) -> dict[str, Any]:
-    """A fetched chunk's metadata as stored: the lookup's kept copy when it offers one (read-only),
-    else encoded from the chunk."""
+def shown_metadata(lookup: ChunkLookup, chunk: Chunk) -> dict[str, Any]:
+    """A fetched chunk's metadata as a context shows it (without the compact text): from the
+    lookup's kept copy when it offers one (read-only), else encoded from the chunk."""
     stored = getattr(lookup, "stored_metadata", None)
     kept = stored(chunk.id) if stored is not None else None
-    return kept if kept is not None else chunk.metadata()
+    return {k: v for k, v in (kept if kept is not None else chunk.metadata()).items() if k != "compact_text"}
 
 
 def _fetch(lookup: ChunkLookup, ids: list[str], deadline: float) -> dict[str, Chunk] | None:

@@ -8,6 +8,9 @@ import json
 
 import pytest
 
+from specrag.context import CONTEXT_SCHEMA_VERSION
+from specrag.evals.report import RESULTS_SCHEMA_VERSION
+
 from .conftest import DEMO_SET, DEMO_SPECS, run_cli
 
 
@@ -20,7 +23,7 @@ def _query_json(demo_data, question: str) -> dict:
 
 def test_query_json_metadata_has_real_lists_and_the_api_id(demo_data):
     ctx = _query_json(demo_data, "How do I create a user?")
-    assert ctx["schema_version"] == 1
+    assert ctx["schema_version"] == CONTEXT_SCHEMA_VERSION == 2
     first = ctx["primary_chunks"][0]
     meta = first["metadata"]
     assert meta["api"] == "users_api" and "source_file" not in meta
@@ -46,7 +49,7 @@ def eval_runs(demo_data):
 def test_results_json_has_schema_version_and_the_same_api_id(eval_runs):
     cwd, _ = eval_runs
     results = json.loads((cwd / "run-a" / "results.json").read_text())
-    assert results["schema_version"] == 1
+    assert results["schema_version"] == RESULTS_SCHEMA_VERSION == 2
     retrieved = [r for q in results["queries"] for r in q["retrieved"]]
     assert retrieved and all("api" in r and "source_file" not in r for r in retrieved)
     assert {r["api"] for r in retrieved} <= {"users_api", "petstore_v2"}
@@ -57,7 +60,7 @@ def test_eval_compare_is_a_subcommand_with_json(eval_runs):
     proc = run_cli("eval", "compare", "run-a", "run-b", "--json", cwd=cwd, env=env)
     assert proc.returncode == 0, proc.stderr
     comparison = json.loads(proc.stdout)
-    assert comparison["schema_version"] == 1 and comparison["same_mode_and_setting"]
+    assert comparison["schema_version"] == RESULTS_SCHEMA_VERSION and comparison["same_mode_and_setting"]
     overall = next(s for s in comparison["sets"] if s["name"] == "overall")
     mrr = next(m for m in overall["metrics"] if m["metric"] == "MRR")
     assert mrr["delta"] == 0.0 and comparison["moves"] == [] and comparison["only_in_a"] == []

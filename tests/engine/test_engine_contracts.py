@@ -37,7 +37,9 @@ def test_instrumentation_sees_retrieval_and_postprocessing_of_one_query(demo_eng
     assert selection.selected_apis[0] == "users_api"
     end = next(e for e in recorder.events if isinstance(e, ReferenceExpansionEndEvent))
     ctx = response.metadata["knowledge_context"]
-    assert [n.node.node_id for n in end.nodes] == [c.id for c in ctx.chunks]
+    # the expansion's nodes are the context's primaries and references; the signature tier adds the rest
+    assert [n.node.node_id for n in end.nodes] == [c.id for c in (*ctx.primary_chunks, *ctx.referenced_chunks)]
+    assert {c.id for c in ctx.signature_chunks}.isdisjoint(n.node.node_id for n in end.nodes)
     assert end.expansion.refs_followed == ctx.retrieval_stats.refs_followed
     assert names.index("RetrievalEndEvent") < names.index("ReferenceExpansionStartEvent")
     stages = [e.stage for e in recorder.events if isinstance(e, StageEndEvent)]

@@ -54,7 +54,7 @@ def test_flat_baseline_context_is_its_top_operations_through_the_engines_expansi
     question = "How do I create a user?"
     ranking = FlatBaseline.build(store, tmp_path).rank(question, [])
     assembler = ContextAssembler.from_engine(demo_engine)
-    cap = demo_engine.settings.max_primary_results
+    cap = demo_engine.settings.context_primaries
     assert assembler.expander is demo_engine.references and assembler.max_primary == cap
     ctx = assembler.assemble(question, ranking)
     primaries = [c.id for c in ctx.primary_chunks]
@@ -62,13 +62,17 @@ def test_flat_baseline_context_is_its_top_operations_through_the_engines_expansi
     assert primaries[0] == CREATE_USER and primaries == [i for i in ranking[:cap] if i in primaries]
     assert ctx.referenced_chunks and all(c.depth >= 1 for c in ctx.referenced_chunks)
     assert ctx.total_tokens == sum(c.n_tokens for c in ctx.chunks)
+    # the rest of its ranked operations as signatures, in rank order (the demo's budget fits them all)
+    shown = {c.id for c in (*ctx.primary_chunks, *ctx.referenced_chunks)}
+    assert [c.id for c in ctx.signature_chunks] == [i for i in ranking[:10] if i not in shown and "/paths/" not in i
+                                                     and not i.endswith(":errors") and ":paths/" in i]
     # what the engine's own path makes of the same hits: stubs hydrated by the store, then its postprocess_nodes
     stubs = [NodeWithScore(node=TextNode(id_=i, text=""), score=None) for i in ranking[:cap]]
     nodes = demo_engine.references.postprocess_nodes(store.hydrate(stubs), query_bundle=QueryBundle(question))
     direct = nodes.expansion
     assert [c.id for c in direct.primary] == primaries
     assert [c.id for c in direct.referenced] == [c.id for c in ctx.referenced_chunks]
-    assert direct.total_tokens == ctx.total_tokens
+    assert direct.total_tokens == ctx.total_tokens - sum(c.n_tokens for c in ctx.signature_chunks)
 
     query = EvalQuery(id="q", query=question, apis=["users_api"],
                       endpoints=[{"api": "users_api", "method": "POST", "path": "/users"}])

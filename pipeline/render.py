@@ -28,7 +28,8 @@ def render_markdown(ctx: KnowledgeContext) -> str:
     if ctx.signature_chunks:
         lines += ["## Also ranked (signatures: their schemas and errors are not in this context)", ""]
     for chunk in ctx.signature_chunks:
-        lines += _chunk_block(chunk)
+        lines += [f"- `{chunk.id}` · {chunk.n_tokens} tokens", *(f"  {line}" for line in chunk.text.splitlines())]
+    lines += [""] if ctx.signature_chunks else []
     group: tuple[int, str | None] | None = None
     for chunk in ctx.referenced_chunks:  # BFS order keeps each (depth, referrer) group together
         if (chunk.depth, chunk.referenced_from) != group:
@@ -69,6 +70,6 @@ def _footer(ctx: KnowledgeContext) -> str:
     cut_text = f"{len(stats.refs_cut)}" + (f" ({', '.join(f'{r}: {n}' for r, n in cut.items())})" if cut else "")
     fallbacks = ", ".join(f"{f.stage}/{f.reason}" for f in stats.fallbacks) or "none"
     return (f"Stats: {ctx.total_tokens} tokens · {len(ctx.primary_chunks)} primary, "
-            f"{len(ctx.referenced_chunks)} referenced · refs followed {stats.refs_followed}, "
+            f"{len(ctx.signature_chunks)} signatures, {len(ctx.referenced_chunks)} referenced · refs followed {stats.refs_followed}, "
             f"missing {len(stats.refs_missing)}, cut {cut_text} · fallbacks: {fallbacks} · "
             f"truncated: {'yes' if stats.truncated else 'no'}")

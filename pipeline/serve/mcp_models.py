@@ -48,13 +48,16 @@ class ContextChunkView(BaseModel):
     referenced_from: str | None = None
     tokens: int
     text: str
+    signature: bool = Field(False, description="a ranked operation shown as its signature: its references are "
+                                               "not in the context (get_operation has it in full)")
 
 
 class ContextResult(Budgeted):
     query: str
     kb_id: str
     selected_apis: list[str] = Field(default_factory=list)
-    chunks: list[ContextChunkView] = Field(default_factory=list, description="primary chunks, then their references")
+    chunks: list[ContextChunkView] = Field(default_factory=list, description="primary chunks, the signatures of the "
+                                                                         "other ranked operations, then the primaries' references")
     refs_cut: list[CutRef] = Field(default_factory=list, description="references left out, each with the reason")
     refs_missing: list[str] = Field(default_factory=list, description="references the index does not hold")
     truncated_reason: str | None = None

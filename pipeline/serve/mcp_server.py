@@ -121,13 +121,14 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
         async def work(outcome: Outcome) -> ContextResult:
             kb = kbs_of(tenants, ctx).default(kb_id)
             found = await kb.engine.aretrieve_context(query, apis=apis)
-            stats = found.retrieval_stats
+            stats, signature_ids = found.retrieval_stats, {c.id for c in found.signature_chunks}
             reason = "timeout" if stats.truncated else (stats.limits_hit[0] if stats.refs_cut else None)
             result = ContextResult(
                 query=found.query, kb_id=kb.kb_id, selected_apis=stats.selected_apis, tokens=found.total_tokens,
                 truncated=stats.truncated or bool(stats.refs_cut), truncated_reason=reason,
                 chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get("source_file", "")), depth=c.depth,
-                                         referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text)
+                                         referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text,
+                                         signature=c.id in signature_ids)
                         for c in found.chunks],
                 refs_cut=stats.refs_cut, refs_missing=stats.refs_missing)
             outcome.add_counts(len(result.chunks), result.tokens, result.truncated, reason, steps=4)

@@ -107,8 +107,12 @@ def _uvicorn(app, settings: Settings) -> None:
     On SIGTERM uvicorn stops accepting and lets requests in flight finish (up to the timeout)."""
     import uvicorn
 
-    uvicorn.run(app, host=settings.serve_host, port=settings.serve_port, log_config=None, access_log=False,
+    uvicorn.run(app, host=settings.serve_host, port=settings.serve_port, **_UVICORN_OPTIONS,
                 timeout_graceful_shutdown=settings.shutdown_timeout_s)
+
+
+MAX_HEADER_BYTES = 64 * 1024  # h11's default lets a request's line and headers grow to 16 MiB before a 431
+_UVICORN_OPTIONS = {"log_config": None, "access_log": False, "h11_max_incomplete_event_size": MAX_HEADER_BYTES}
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -122,7 +126,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         return _serve_workers(args, settings, workers)
     try:
         _uvicorn(create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
-                            threads=settings.serve_threads), settings)
+                            threads=settings.serve_threads, bind_host=settings.serve_host), settings)
     finally:
         tenants.close()
     return 0
@@ -148,8 +152,7 @@ def _serve_workers(args: argparse.Namespace, settings: Settings, workers: int) -
     os.environ[MULTIPROCESS_DIR], os.environ[WORKER_ARGS] = metrics_dir, json.dumps(served, default=str)
     try:
         uvicorn.run("specrag.cli.serve:worker_app", factory=True, workers=workers, host=settings.serve_host,
-                    port=settings.serve_port, log_config=None, access_log=False,
-                    timeout_graceful_shutdown=settings.shutdown_timeout_s)
+                    port=settings.serve_port, **_UVICORN_OPTIONS, timeout_graceful_shutdown=settings.shutdown_timeout_s)
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
@@ -169,7 +172,7 @@ def worker_app():
     settings, tenants = _open(args, build_settings(args))
     atexit.register(tenants.close)
     return create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
-                      threads=settings.serve_threads)
+                      threads=settings.serve_threads, bind_host=settings.serve_host)
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:

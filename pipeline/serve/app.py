@@ -3,7 +3,10 @@
 Every route's engine work is async or runs in worker threads, so one event loop serves
 concurrent requests. Errors are one JSON line ``{"detail": ...}``: 401 without a known API key
 (when keys are configured), 403 for another tenant's kb_id or tenant_id, 404 for an unknown kb,
-API, operation or schema, 422 for invalid input, 503 for a missing index, 500 otherwise. With a
+API, operation or schema, 422 for invalid input (each error's input cut to a short prefix), 503 for
+a missing index, 500 otherwise. Before any of that, ``guard.RequestGuard`` answers 400 for a body
+that is not strict JSON, 413 for one over ``MAX_BODY_BYTES`` and, on a keyless server given its
+``bind_host``, 421/403 for a foreign Host/Origin (DNS rebinding). With a
 reload interval, a background task swaps in re-indexed knowledge bases (``reload.py``).
 ``/docs`` (Swagger UI) loads its scripts, styles and favicon from the service itself
 (``/docs-assets/``, the files the ``fastapi-offline`` wheel ships), never from a CDN. There is no
@@ -13,6 +16,7 @@ reload interval, a background task swaps in re-indexed knowledge bases (``reload
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -20,6 +24,8 @@ from typing import Sequence
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -27,6 +33,7 @@ from fastapi.staticfiles import StaticFiles
 from specrag.errors import SpecragError
 from specrag.serve.concurrency import serving_threads
 from specrag.serve.errors import http_status
+from specrag.serve.guard import MAX_BODY_BYTES, RequestGuard, rebinding_protection
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.middleware import RequestContextMiddleware
 from specrag.serve.reload import IndexWatcher
@@ -47,12 +54,15 @@ DOCS_ASSETS_DIR = Path(fastapi_offline.__file__).parent / "static"
 
 def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None = None,
                extra_routers: Sequence[APIRouter] = (), reload_interval_s: float = 0.0,
-               threads: int | None = None) -> FastAPI:
+               threads: int | None = None, bind_host: str | None = None,
+               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     """``served``: the tenants (or one local tenant's knowledge bases, no keys). ``extra_routers``:
     routes over capabilities built elsewhere, e.g. ``agentic_router(retriever)`` (``routes/agentic.py``)
     and ``plan_router(planner, Plan)`` (``routes/plan.py``). ``reload_interval_s`` > 0 runs the
     index watcher while the app's lifespan lasts; ``threads``, its request worker threads
-    (``concurrency.serving_threads``)."""
+    (``concurrency.serving_threads``). ``bind_host``: the address a server listens on; given, and with
+    no API keys, only loopback names and it are answered as Host (an in-process app has no socket a
+    browser could reach, so none is checked without it)."""
     install_instrumentation()
     tenants = served if isinstance(served, Tenants) else Tenants.local(served)
     watcher = IndexWatcher(tenants, reload_interval_s)
@@ -75,7 +85,10 @@ def create_app(served: Tenants | KnowledgeBases, *, telemetry: Telemetry | None 
     app.state.tenants = tenants
     app.state.watcher = watcher
     app.state.telemetry = telemetry or Telemetry()
-    app.add_middleware(RequestContextMiddleware, telemetry=app.state.telemetry)
+    security = rebinding_protection(bind_host) if bind_host is not None and not tenants.keyed else None
+    app.add_middleware(RequestGuard, max_body_bytes=max_body_bytes, security=security)
+    app.add_middleware(RequestContextMiddleware, telemetry=app.state.telemetry)  # outermost: logs the guard's refusals too
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(SpecragError, _error)
     app.add_exception_handler(Exception, _error)
     for router in [retrieve.router, *extra_routers, context.router, apis.router, health.router]:
@@ -118,3 +131,31 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
     detail = str(exc) if status < 500 else f"internal error ({type(exc).__name__}); see the server log"
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+ECHOED_INPUT_CHARS = 200
+
+
+async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's 422 (a list of errors), but each error's input cut to a short prefix: the default
+    echoed a 10 MB field whole. A body that is not JSON is a 400, one line."""
+    errors = exc.errors()
+    if any(error.get("type") == "json_invalid" for error in errors):
+        return JSONResponse({"detail": "request body is not valid JSON"}, status_code=400)
+    short = [{**error, "loc": [_prefix(part) for part in error.get("loc", ())], "input": _prefix(error.get("input"))}
+             for error in errors]
+    short = [{**error, "ctx": _prefix(error["ctx"])} if "ctx" in error else error for error in short]
+    return JSONResponse({"detail": short}, status_code=422)
+
+
+def _prefix(value):
+    """``value`` when short and encodable as strict JSON, else the first ``ECHOED_INPUT_CHARS`` of its text."""
+    encoded = jsonable_encoder(value)
+    text = encoded if isinstance(encoded, str) else json.dumps(encoded, default=str)
+    try:
+        if len(text) <= ECHOED_INPUT_CHARS:
+            json.dumps(encoded, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            return encoded
+    except ValueError:  # NaN, Infinity, a lone surrogate
+        pass
+    return text[:ECHOED_INPUT_CHARS].encode("utf-8", "backslashreplace").decode("utf-8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
+from specrag.serve.guard import rebinding_protection
 from specrag.serve.mcp_server import STATE_KEY
 from specrag.serve.tenancy import Tenants, Unauthorized
 
@@ -40,5 +41,7 @@ class ApiKeyGate:
 
 
 def streamable_http_app(server, tenants: Tenants, host: str):
-    """The SDK's streamable HTTP app (``/mcp``) behind the key check."""
-    return ApiKeyGate(server.streamable_http_app(host=host), tenants)
+    """The SDK's streamable HTTP app (``/mcp``) behind the key check; keyless, its Host/Origin check
+    allows what the HTTP service's does (``guard.rebinding_protection``; with keys, the SDK's default)."""
+    security = None if tenants.keyed else rebinding_protection(host)
+    return ApiKeyGate(server.streamable_http_app(host=host, transport_security=security), tenants)

@@ -80,6 +80,9 @@ class QueuedJsonHandler(_Enqueue):
         super().close()
 
 
+SERVICE_EVENT_LOGGERS = ("specrag.requests", "specrag.http")  # telemetry.py, middleware.py
+
+
 def configure_json_logging(level: int = logging.INFO, stream: TextIO | None = None,
                            queued: bool = False) -> logging.Handler:
     """Replace the root logger's handlers with one JSON handler (``queued``: through a queue and a
@@ -94,12 +97,14 @@ def configure_json_logging(level: int = logging.INFO, stream: TextIO | None = No
         _lean_records()
     root.addHandler(handler)
     root.setLevel(level)
-    # specrag's own loggers follow the root: the CLI's plain stderr handler and warning level
-    # (cli_logging) would hide the request events and print each warning twice
+    # specrag's module loggers keep the CLI's level (warnings; info with -v) but lose its plain
+    # stderr handler, which would print each warning a second time beside its JSON line; the
+    # request and HTTP events are the service's log, at the service's level
     own = logging.getLogger("specrag")
     for old in list(own.handlers):
         own.removeHandler(old)
-    own.setLevel(logging.NOTSET)
+    for name in SERVICE_EVENT_LOGGERS:
+        logging.getLogger(name).setLevel(level)
     for name in QUIET:
         logging.getLogger(name).setLevel(max(level, logging.WARNING))
     return handler

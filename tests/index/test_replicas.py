@@ -135,7 +135,7 @@ def test_an_update_reaches_a_running_replica_after_the_check_interval(server, sp
     after = kbs.default(None)
     assert after is not before and after.store.manifest.generation == ChunkStore(local, None).chroma.metadata[
         "specrag_generation"]
-    assert AVATAR_ID in {c.id for c in after.engine.retrieve_context("upload a profile picture").primary_chunks}
+    assert AVATAR_ID in {c.id for c in after.engine.retrieve_context("upload a profile picture").chunks}
     assert "uploadUserAvatar" in after.operations("users_api")
     assert before.store.get_chunks(["users_api:components/schemas/User"])  # a request that started before still reads
     assert answers(after.engine) == answers(build_engine(local))
@@ -214,7 +214,7 @@ def test_a_server_killed_mid_build_is_one_line_and_the_next_build_repairs(server
     fresh, _ = index(replica(settings, server, "fresh", collection="fresh"), [specs], embed_model)
     expected = answers(build_engine(fresh))
     engine = build_engine(repaired)
-    assert AVATAR_ID in {c.id for c in engine.retrieve_context("upload a profile picture").primary_chunks}
+    assert AVATAR_ID in {c.id for c in engine.retrieve_context("upload a profile picture").chunks}
     assert answers(engine) == expected
     assert synced_corpus_settings(two) == stale and answers(build_engine(stale)) == expected
 

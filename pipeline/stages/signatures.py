@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from specrag.specs.ids import operation_method
+from specrag.specs.ids import ERRORS_SUFFIX, operation_method
 from specrag.specs.signature import operation_signature
 from specrag.stages.ref_expand import ChunkLookup, shown_metadata
 from specrag.stages.results import ContextChunk, ReferenceExpansion
@@ -37,7 +37,7 @@ class SignatureTier(BaseModel):
         the context already, in rank order, while the context stays within ``token_limit``."""
         present = {c.id for c in (*expansion.primary, *expansion.referenced)}
         wanted = [cid for cid in dict.fromkeys(ranked_ids[: self.depth])
-                  if cid not in present and operation_method(cid) is not None and not cid.endswith(":errors")]
+                  if cid not in present and operation_method(cid) is not None and not cid.endswith(ERRORS_SUFFIX)]
         if not wanted:
             return []
         chunks = self.lookup.get_chunks(wanted)

@@ -9,7 +9,8 @@ lexical analysis re-tokenizes. Damage found on open is repaired from the specs a
 
 Commit protocol: APIs are marked pending (manifest written) before Chroma is touched; the new
 local generation is written under a temporary name and renamed; one atomic manifest write then
-marks them complete and switches ``local_dir``. Test hook: ``SPECRAG_TEST_PAUSE_AFTER_APIS=N``
+marks them complete and switches ``local_dir``; until then, queries read the previous generation
+whole (pending APIs included: their rows there are intact). Test hook: ``SPECRAG_TEST_PAUSE_AFTER_APIS=N``
 sleeps right after the first Chroma batch of the (N+1)-th changed API, so a test can kill it.
 """
 
@@ -105,7 +106,8 @@ class IndexBuilder:
         manifest = self.store.manifest
         if manifest is None or manifest.shape != self.shape or self.store.damage:
             return {}
-        return {fid: manifest.apis[fid].content_hash for fid in self.store.complete_api_ids()}
+        settled = manifest.settled_ids()  # a pending API's rows are being rewritten: never kept as it is
+        return {fid: manifest.apis[fid].content_hash for fid in self.store.complete_api_ids() if fid in settled}
 
     def build(self, apis: list[ApiChunks], progress: bool = True, keep: set[str] = frozenset()) -> IndexBuildReport:
         """``apis``: the APIs read now; ``keep``: ones not re-read, taken as they are (see ``reusable``)."""

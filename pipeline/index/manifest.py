@@ -2,9 +2,11 @@
 
 The manifest is the commit record of the index. APIs about to change are marked ``pending``
 (and the manifest written) before Chroma is touched; they become ``complete`` in the same atomic
-write that switches ``local_dir`` to the generation holding their rows. A run killed at any
-point leaves pending APIs that queries skip and the next build redoes, and a local generation
-that matches the manifest. Every write goes to a unique temp file, then ``os.replace``.
+write that switches ``local_dir`` to the generation holding their rows. A pending API keeps the
+``content_hash`` of the version the live generation holds ('' when it holds none), so a run
+killed at any point leaves a local generation that matches the manifest and is served whole
+(queries never read Chroma), and pending APIs that the next build redoes. Every write goes to
+a unique temp file, then ``os.replace``.
 
 The settings that shape chunks and vectors (chunker version, ``chunk_max_tokens``, embedding
 model, lexical analysis, formats) are recorded: a change rebuilds what it affects.
@@ -34,8 +36,9 @@ class ApiState(str, Enum):
 
 
 class ApiEntry(BaseModel):
-    content_hash: str = Field(description="ApiInfo.content_hash of the spec the chunks came from")
-    state: ApiState = Field(description="pending while its chunks are being replaced or removed")
+    content_hash: str = Field(description="ApiInfo.content_hash of the spec the live generation's chunks came "
+                                          "from ('' for a pending API the live generation does not hold)")
+    state: ApiState = Field(description="pending while its Chroma rows are being replaced or removed")
     n_chunks: int = 0
     chunks_digest: str = Field("", description="hash of the stored chunks (a re-chunk that changes none keeps it)")
 
@@ -58,6 +61,13 @@ class Manifest(IndexShape):
     updated_at: str = ""
 
     def complete_ids(self) -> set[str]:
+        """The APIs the live local generation holds as committed: the complete ones, and the pending
+        ones a build had committed before (a build that changes or removes them, or was killed doing
+        so, has not committed anything new yet: until it does, they are served as they were)."""
+        return {fid for fid, entry in self.apis.items() if entry.state is ApiState.COMPLETE or entry.content_hash}
+
+    def settled_ids(self) -> set[str]:
+        """The complete APIs: committed, and no build has touched their Chroma rows since."""
         return {fid for fid, entry in self.apis.items() if entry.state is ApiState.COMPLETE}
 
     def pending_ids(self) -> set[str]:

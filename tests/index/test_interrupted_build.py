@@ -1,4 +1,5 @@
-"""kill -9 in the middle of a build: queries never see the half-written API; the next build repairs.
+"""kill -9 in the middle of a build: queries read the last complete generation whole, never the
+half-written API; the next build repairs.
 
 The build runs in a subprocess with SPECRAG_TEST_PAUSE_AFTER_APIS=2 (see builder.py), which makes
 it sleep after it stored the first batch of its third API; the test then kills it with SIGKILL.
@@ -18,6 +19,7 @@ from pathlib import Path
 from specrag.index import ChunkStore, IndexBuilder, load_manifest
 from specrag.index.builder import PAUSE_HOOK_ENV
 from specrag.specs.models import ApiChunks
+from specrag.workspace import corpus_settings, update_index
 
 from .fleet import MODEL_DIR, api, component, endpoint
 
@@ -82,15 +84,17 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     maps_rows = set(store.vectors.client.get(where={"source_file": "maps"})["ids"])
     assert "maps:paths/~1maps~1recommendations/get" in maps_rows  # the killed run's first batch
     assert "maps:paths/~1maps~1archive/get" not in maps_rows
-    assert store.complete_api_ids() == {"films", "trains", "games"}
+    # nothing of the killed run is committed: the last complete generation is served whole, the
+    # pending APIs in the version it holds (queries never read Chroma's half-written rows)
+    assert store.complete_api_ids() == set(NAMES)
+    for name in ("maps", "books", "music", "films"):
+        assert store.api_chunk_ids(name) == [c.id for c in _topic_api(name, "1").chunks], name
     for search in (store.vector_search, store.lexical_search):
-        for file_ids in (None, ["maps"], ["maps", "books"], ["books", "music"]):
-            hits = search("search maps books music by keyword", file_ids, None, 50)
-            assert all(h.node.metadata["source_file"] not in {"maps", "books", "music"} for h in hits), \
-                (search.__name__, file_ids)
-    assert store.get_chunks([c.id for c in _topic_api("maps", "2").chunks]) == {}
-    assert store.api_chunk_ids("maps") == [] and store.api_chunk_ids("books") == []
-    # untouched APIs are still served, in the version the last committed build stored
+        hits = search("the recommendations of maps books music", None, None, 50)
+        assert hits and all("recommendations" not in h.node.node_id for h in hits), search.__name__
+    assert "maps:paths/~1maps~1recommendations/get" not in store.get_chunks(
+        [c.id for c in _topic_api("maps", "2").chunks])
+    assert store.lexical_search("maps archive", ["maps"], None, 1)[0].node.node_id == "maps:paths/~1maps~1archive/get"
     films = store.lexical_search("films archive", ["films"], None, 5)
     assert films[0].node.node_id == "films:paths/~1films~1archive/get"
     assert store.vector_search("the archive of films", ["films"], None, 1)[0].node.node_id == \
@@ -112,3 +116,50 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     assert top.node.node_id == "maps:paths/~1maps~1recommendations/get"
     assert [p.name for p in (settings.data_dir / "local").iterdir()] == [load_manifest(settings.data_dir).local_dir]
     store.close()
+
+
+def test_serving_after_a_reindex_killed_while_an_api_is_pending_serves_every_api(tmp_path, settings, embed_model):
+    """`specrag index` killed (kill -9) while a changed API is pending, then `serve --kb specs`:
+    the last complete generation is served whole, and /readyz's count says so."""
+    from fastapi.testclient import TestClient
+
+    from specrag.serve.app import create_app
+    from specrag.serve.kbs import KnowledgeBases
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    for path in (ROOT / "examples" / "specs").iterdir():
+        (specs / path.name).write_text(path.read_text())
+    served = settings.model_copy(update={"openai_api_key": None, "llm_base_url": None})
+    store = ChunkStore.open(corpus_settings(served, [specs]), embed_model=embed_model)
+    update_index(served, [specs], progress=False, store=store)
+    store.close()
+    users = specs / "users_api.yaml"
+    users.write_text(users.read_text().replace("summary: ", "summary: Now ", 1))
+    (tmp_path / "empty.env").touch()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECRAG_", "OPENAI_"))} | {
+        PAUSE_HOOK_ENV: "0", "SPECRAG_EMBED_MODEL_PATH": str(MODEL_DIR), "SPECRAG_ENV_FILE": str(tmp_path / "empty.env")}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "specrag"), "index", str(specs), "--data-dir",
+                             str(served.data_dir)], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = ""
+        while "pausing mid-build" not in seen:
+            line = proc.stderr.readline()
+            assert line, f"index never reached the pause hook: {seen}"
+            seen += line
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert load_manifest(corpus_settings(served, [specs]).data_dir).pending_ids() == {"users_api"}
+
+    kbs = KnowledgeBases.open(served, keys=["specs"], embed_model=embed_model)
+    try:
+        kb = kbs.default(None)
+        assert kb.api_ids == {"users_api", "petstore_v2"}
+        assert kbs.with_api("users_api") is kb and kb.operations("users_api")
+        assert [c.id for c in kb.engine.retrieve_context("create a user").chunks]
+        with TestClient(create_app(kbs)) as client:
+            ready = client.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["kbs"][0]["apis"] == 2
+    finally:
+        kbs.close()

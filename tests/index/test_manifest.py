@@ -17,13 +17,17 @@ def _manifest() -> Manifest:
     return Manifest(**SHAPE.model_dump(), generation=3, apis={
         "pets": ApiEntry(content_hash="a", state=ApiState.COMPLETE, n_chunks=3),
         "users": ApiEntry(content_hash="b", state=ApiState.PENDING, n_chunks=6),
+        "maps": ApiEntry(content_hash="", state=ApiState.PENDING),
     })
 
 
 def test_round_trip_and_states(tmp_path):
     save_manifest(tmp_path, _manifest())
     loaded = load_manifest(tmp_path)
-    assert loaded.complete_ids() == {"pets"} and loaded.pending_ids() == {"users"}
+    assert loaded.pending_ids() == {"users", "maps"} and loaded.settled_ids() == {"pets"}
+    # a pending API with a content hash is held by the live generation (a build is rewriting its
+    # rows, or was killed doing so): it is served as committed; one without was never committed
+    assert loaded.complete_ids() == {"pets", "users"}
     assert loaded.versions["chromadb"] and loaded.local_dir is None
     assert loaded.shape == SHAPE
     assert loaded.shape != SHAPE.model_copy(update={"chunk_max_tokens": 500})

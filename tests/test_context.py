@@ -70,7 +70,7 @@ def test_stats_come_from_every_stage_result():
     assert [c.id for c in ctx.chunks] == [POST, USER, ERRORS]
     assert ctx.total_tokens == 90 and stats.refs_followed == 2
     assert stats.refs_cut == [CutRef(id=ADDRESS, referenced_from=USER, depth=2, reason="depth")]
-    assert stats.limits_hit == ["depth"] and stats.truncated is False
+    assert stats.limits_hit == ["depth"] and stats.truncated is True and stats.truncated_reason == "depth"  # a cut is a truncation
     assert stats.selected_apis == ["users"] and stats.selection_reasoning == "keyword"
     assert stats.ranking == [POST] and stats.mode == "offline" and stats.timings_ms["select"] == 1.5
 

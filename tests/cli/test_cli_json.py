@@ -23,7 +23,7 @@ def _query_json(demo_data, question: str) -> dict:
 
 def test_query_json_metadata_has_real_lists_and_the_api_id(demo_data):
     ctx = _query_json(demo_data, "How do I create a user?")
-    assert ctx["schema_version"] == CONTEXT_SCHEMA_VERSION == 2
+    assert ctx["schema_version"] == CONTEXT_SCHEMA_VERSION == 3
     first = ctx["primary_chunks"][0]
     meta = first["metadata"]
     assert meta["api"] == "users_api" and "source_file" not in meta

@@ -41,8 +41,8 @@ async def test_get_context_reports_every_ref_included_or_cut(mcp_server, demo_in
 def _assert_every_ref_included_or_cut(body: dict, store) -> None:
     """The get_context answer for 'create a user': every $ref of every chunk is in it or named as cut."""
     assert body["chunks"][0]["id"] == "users_api:paths/~1users/post"
-    assert body["tokens"] == sum(c["tokens"] for c in body["chunks"]) > 0
-    assert body["truncated"] == bool(body["refs_cut"])
+    assert body["context_tokens"] == sum(c["tokens"] for c in body["chunks"]) > 0 and body["tokens"] > 0
+    assert body["truncated"] == bool(body["refs_cut"] or body["primaries_cut"])
     ids = {c["id"] for c in body["chunks"]}
     expanded = sorted(c["id"] for c in body["chunks"] if not c["signature"])  # a signature's refs are not followed
     assert len(expanded) < len(ids)  # the other ranked operations are there, as signatures
@@ -62,7 +62,7 @@ async def test_search_then_describe(mcp_server):
         op = (await client.call_tool("get_operation", {"api": top["api"], "operation": f"POST {top['path']}"}))
         assert op.structured_content["chunk_id"] == top["chunk_id"] and op.structured_content["truncated"] is False
         schema = (await client.call_tool("get_schema", {"api": "petstore_v2", "name": "Pet", "max_tokens": 10}))
-        assert schema.structured_content["tokens"] == 10 and schema.structured_content["truncated"] is True
+        assert schema.structured_content["text_tokens"] == 10 and schema.structured_content["truncated"] is True
 
 
 async def test_errors_are_tool_errors_with_the_reason(mcp_server):

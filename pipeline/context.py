@@ -5,30 +5,43 @@ stage results in ``specrag.stages.results`` and re-exported here.
 
 A KnowledgeContext is the output: its chunks' metadata is what a caller reads, not what Chroma
 stores. The API id is ``api`` (stored as ``source_file``; old JSON with that name still reads),
-and ``tags``, ``ref_ids`` and ``referenced_by`` are real lists and objects, never JSON text
+and every field stored as JSON text (``tags``, ``ref_ids``, ``referenced_by``, ``base_urls``,
+``auth``, ``params``, ``producers``, ``produces``) is a real list or object, never JSON text
 inside JSON. ``schema_version`` names the shape of its JSON.
+
+``truncated`` has one meaning on every surface (the CLI, the HTTP context, MCP, logs, metrics):
+something the query found was left out of the context: a reference cut by a limit (``refs_cut``),
+a ranked hit whose closure did not fit (``primaries_cut``), or the walk stopped by its timeout.
+``truncated_reason`` names why: ``timeout``, else the first limit hit. ``RetrievalStats`` sets
+both when it is built, so no surface derives its own.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from specrag.specs.models import decoded_metadata
+from specrag.specs.models import _json_or, decoded_metadata
 from specrag.stages.results import ContextChunk, CutRef, Fallback, LLMCall, ReferenceExpansion
 
 __all__ = ["API_ID", "CONTEXT_SCHEMA_VERSION", "ContextChunk", "CutRef", "Fallback", "KnowledgeContext", "LLMCall",
            "RetrievalStats", "output_metadata"]
 
-CONTEXT_SCHEMA_VERSION = 2  # 2: signature_chunks
+CONTEXT_SCHEMA_VERSION = 3  # 2: signature_chunks; 3: truncated means any cut, truncated_reason, no JSON text
 API_ID = "api"
 _STORED_API_ID = "source_file"
+# stored as JSON text beside specs.models.JSON_TEXT_FIELDS (tags, ref_ids, referenced_by): Chunk.metadata()
+_MORE_JSON_TEXT_FIELDS: dict[str, type] = {"base_urls": list, "auth": list, "params": list, "producers": list,
+                                           "produces": list}
 
 
 def output_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Chunk metadata as callers read it: ``api`` for the API id, JSON-text fields decoded."""
+    """Chunk metadata as callers read it: ``api`` for the API id, every JSON-text field decoded."""
     out = decoded_metadata(metadata)
+    for key, kind in _MORE_JSON_TEXT_FIELDS.items():
+        if key in out:
+            out[key] = _json_or(out[key], kind(), kind)
     stored = out.pop(_STORED_API_ID, None)
     api = out.pop(API_ID, stored)
     return out if api is None else {API_ID: api, **out}
@@ -62,11 +75,28 @@ class RetrievalStats(BaseModel):
     primaries_cut: list[str] = Field(default_factory=list,
                                      description="ranked chunks left out of the context: their closure did not fit")
     limits_hit: list[str] = Field(default_factory=list)
-    truncated: bool = Field(False, description="the reference expansion timed out; context is partial")
+    truncated: bool = Field(False, description="something found was left out: a cut reference (refs_cut), a "
+                                               "ranked hit whose closure did not fit (primaries_cut), or the "
+                                               "reference expansion timed out")
+    truncated_reason: str | None = Field(None, description="timeout, else the first limit hit (depth, max_chunks, "
+                                                           "token_limit, closure_budget); null when not truncated")
     llm_calls: list[LLMCall] = Field(default_factory=list)
     prompts: dict[str, str] = Field(default_factory=dict, description="stage -> 'name@hash' of the prompt that ran")
     cache_hits: int = 0
     warnings: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_truncated(self) -> "RetrievalStats":
+        """The one definition of ``truncated`` (see the module docstring); ``truncated`` given True
+        (the expansion's timeout flag) stays True."""
+        self.truncated = self.truncated or bool(self.refs_cut) or bool(self.primaries_cut)
+        if not self.truncated:
+            self.truncated_reason = None
+        elif self.truncated_reason is None:
+            self.truncated_reason = ("timeout" if "timeout" in self.limits_hit else self.limits_hit[0]
+                                     if self.limits_hit else self.refs_cut[0].reason if self.refs_cut
+                                     else "closure_budget" if self.primaries_cut else "timeout")
+        return self
 
 
 class KnowledgeContext(BaseModel):

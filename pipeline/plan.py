@@ -24,11 +24,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from specrag.agentic.split import split_question
 from specrag.analysis import index_tokens, query_terms
-from specrag.context import ContextChunk, RetrievalStats
+from specrag.context import ContextChunk, RetrievalStats, output_metadata
 from specrag.graph.models import DependencyEdge
 from specrag.specs.ids import operation_method
 from specrag.specs.models import Chunk
@@ -58,6 +58,12 @@ class PlanStep(BaseModel):
     bindings: list[ParamBinding] = Field(default_factory=list)
     context: list[ContextChunk] = Field(default_factory=list, description="the operation, then its references")
     tokens: int = 0
+
+    @field_validator("context")
+    @classmethod
+    def _output_metadata(cls, chunks: list[ContextChunk]) -> list[ContextChunk]:
+        """As in a KnowledgeContext: ``api`` for the API id, no JSON text inside the JSON."""
+        return [c.model_copy(update={"metadata": output_metadata(c.metadata)}) for c in chunks]
 
 
 class Plan(BaseModel):

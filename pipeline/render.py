@@ -72,4 +72,4 @@ def _footer(ctx: KnowledgeContext) -> str:
     return (f"Stats: {ctx.total_tokens} tokens · {len(ctx.primary_chunks)} primary, "
             f"{len(ctx.signature_chunks)} signatures, {len(ctx.referenced_chunks)} referenced · refs followed {stats.refs_followed}, "
             f"missing {len(stats.refs_missing)}, cut {cut_text} · fallbacks: {fallbacks} · "
-            f"truncated: {'yes' if stats.truncated else 'no'}")
+            f"truncated: {f'yes ({stats.truncated_reason})' if stats.truncated else 'no'}")

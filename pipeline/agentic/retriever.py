@@ -28,7 +28,7 @@ from typing import Any, Callable
 from specrag.agentic.budget import Budget
 from specrag.agentic.decompose import Decomposer, Decomposition, offline_decomposition
 from specrag.api_models import AgenticRetrievalRequest, ReasoningEffort, RetrievalResponse, RetrievalStep, RetrievedItem
-from specrag.context import ContextChunk, KnowledgeContext
+from specrag.context import ContextChunk, KnowledgeContext, output_metadata
 from specrag.fallbacks import fallback_notice_scope
 from specrag.specs.models import decode_params, decode_producers
 from specrag.stages.names import owned_by_asker
@@ -206,7 +206,7 @@ class _Run:
             if not self.budget.admits(n, limit):
                 self.truncated = True
                 continue
-            meta = dict(chunk.metadata) | ({"added_step": reasons[chunk.id]} if chunk.id in reasons else {})
+            meta = output_metadata(chunk.metadata) | ({"added_step": reasons[chunk.id]} if chunk.id in reasons else {})
             meta |= {"sub_query": sub_query} if sub_query else {}
             self.items[chunk.id] = RetrievedItem(chunk_id=chunk.id, document_id=chunk.id.split(":", 1)[0],
                                                  text=chunk.text, score=chunk.score, metadata=meta)

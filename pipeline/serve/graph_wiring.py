@@ -19,9 +19,9 @@ from specrag.serve.routes.agentic import agentic_router
 from specrag.serve.routes.plan import plan_router
 
 
-async def plan(kb: KnowledgeBase, query: str) -> Plan:
+async def plan(kb: KnowledgeBase, query: str, token_budget: int | None = None) -> Plan:
     """The engine's planning is synchronous (one query, then graph work): a worker thread runs it."""
-    return await asyncio.to_thread(kb.engine.plan, query)
+    return await asyncio.to_thread(kb.engine.plan, query, token_budget=token_budget)
 
 
 async def impact(kb: KnowledgeBase, api: str, schema: str) -> ImpactReport:

@@ -1,21 +1,64 @@
 """What the MCP tools return. Every result says how many cl100k tokens it holds and whether
-anything was left out (``truncated``), so an agent can budget its context."""
+anything was left out (``truncated``), so an agent can budget its context.
+
+``tokens`` of a result is one count everywhere: the cl100k tokens (``specrag.tokens``) of the text
+the client receives for it, the JSON text block the SDK writes (``tool_text``), this count included
+(:func:`counted` sets it). A chunk's or element's own ``tokens`` inside a result is the count of its
+``text``, as the CLI and the HTTP service count it; ``context_tokens`` (get_context) and
+``text_tokens`` (get_operation, get_schema) are those sums, the numbers a ``token_budget`` or
+``max_tokens`` caps.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypeVar
 
+import pydantic_core
 from pydantic import BaseModel, Field
 
-from specrag.serve.lookup import ApiSummary
+from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
+from specrag.serve.routes.context import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 from specrag.stages.results import CutRef
+from specrag.tokens import count_tokens
 
-KbId = Annotated[str | None, Field(description="knowledge base id or alias; optional when one is served")]
+KbId = Annotated[str | None, Field(max_length=200, description="knowledge base id or alias; optional when one is served")]
+TokenBudget = Annotated[int | None, Field(ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,
+                                          description="cl100k tokens the context may hold (the chunk texts; the "
+                                                      "first operation is always kept); default: the server's "
+                                                      "context_token_limit")]
 
 
 class Budgeted(BaseModel):
-    tokens: int = Field(0, description="cl100k tokens of the text this result carries")
-    truncated: bool = Field(False, description="something was left out (a cut reference, a text cut to max_tokens)")
+    tokens: int = Field(0, description="cl100k tokens of this result's text as the client receives it (its JSON)")
+    truncated: bool = Field(False, description="something was left out (a cut reference or ranked hit, a timeout, "
+                                               "a text cut to max_tokens)")
+
+
+B = TypeVar("B", bound=BaseModel)
+
+
+def tool_text(result: BaseModel) -> str:
+    """The text block the MCP SDK sends for a tool's result (``func_metadata._convert_to_content``)."""
+    return pydantic_core.to_json(result, fallback=str, indent=2).decode()
+
+
+def counted(result: B) -> B:
+    """``result`` with ``tokens`` set to the cl100k tokens of its text block, that number included
+    (recounted until it stands: a count's digits are a token or two)."""
+    for _ in range(5):
+        n = count_tokens(tool_text(result))
+        if n == result.tokens:
+            break
+        result.tokens = n
+    return result
+
+
+class OperationResult(OperationDetail):
+    text_tokens: int = Field(0, description="cl100k tokens of text (what max_tokens caps)")
+
+
+class SchemaResult(SpecElement):
+    text_tokens: int = Field(0, description="cl100k tokens of text (what max_tokens caps)")
 
 
 class ApiSearchResult(Budgeted):
@@ -43,10 +86,10 @@ class OperationSearchResult(Budgeted):
 
 class ContextChunkView(BaseModel):
     id: str
-    api: str
+    api: str = Field(description="the API id (spec file id) the chunk belongs to")
     depth: int = Field(description="0 for the matching operations, else $ref hops from them")
     referenced_from: str | None = None
-    tokens: int
+    tokens: int = Field(description="cl100k tokens of text")
     text: str
     signature: bool = Field(False, description="a ranked operation shown as its signature: its references are "
                                                "not in the context (get_operation has it in full)")
@@ -60,4 +103,10 @@ class ContextResult(Budgeted):
                                                                          "other ranked operations, then the primaries' references")
     refs_cut: list[CutRef] = Field(default_factory=list, description="references left out, each with the reason")
     refs_missing: list[str] = Field(default_factory=list, description="references the index does not hold")
-    truncated_reason: str | None = None
+    primaries_cut: list[str] = Field(default_factory=list, description="ranked operations left out: their "
+                                                                      "closure did not fit the budget")
+    context_tokens: int = Field(0, description="cl100k tokens of the chunks' texts (the CLI's and the HTTP "
+                                               "context's total_tokens; what token_budget caps)")
+    token_budget: int = Field(0, description="the budget the context was built within")
+    truncated_reason: str | None = Field(None, description="timeout, else the first limit hit (depth, max_chunks, "
+                                                           "token_limit, closure_budget)")

@@ -27,14 +27,14 @@ from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.logs import request_id_var
 from specrag.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
 from specrag.serve import lookup
-from specrag.serve.lookup import OperationDetail, SpecElement
-from specrag.serve.mcp_models import (ApiSearchResult, KbId, ContextChunkView, ContextResult, OperationHit,
-                                       OperationSearchResult)
+from specrag.context import API_ID
+from specrag.serve.mcp_models import (ApiSearchResult, ContextChunkView, ContextResult, KbId, OperationHit,
+                                       OperationResult, OperationSearchResult, SchemaResult, TokenBudget, counted)
+from specrag.serve.routes.context import within_budget
 from specrag.serve.request_ids import new_request_id
 from specrag.serve.telemetry import Outcome, Telemetry
 from specrag.serve.tenancy import Tenants
 from specrag.serve.tracing import install_instrumentation
-from specrag.tokens import count_tokens
 
 T = TypeVar("T")
 INSTRUCTIONS = ("specrag answers 'how do I do X with these APIs?' over indexed OpenAPI specs. Start with get_context "
@@ -82,8 +82,7 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
             kb = kbs_of(tenants, ctx).default(kb_id)
             selection = await kb.engine.selector.aselect(query)
             hits = [lookup.api_summary(kb, e) for a in selection.selected_apis if (e := kb.catalog.get(a))]
-            result = ApiSearchResult(query=query, kb_id=kb.kb_id, apis=hits, reasoning=selection.reasoning)
-            result.tokens = count_tokens(result.model_dump_json())
+            result = counted(ApiSearchResult(query=query, kb_id=kb.kb_id, apis=hits, reasoning=selection.reasoning))
             outcome.add_counts(len(hits), result.tokens)
             return result
         return await tracked("search_apis", work)
@@ -105,8 +104,7 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
             hits = [OperationHit(chunk_id=i.chunk_id, api=i.document_id, method=i.metadata["method"],
                                  path=i.metadata["path"], operation_id=i.metadata["operation_id"],
                                  summary=i.metadata["summary"], score=i.score) for i in response.results]
-            result = OperationSearchResult(query=query, kb_id=kb.kb_id, operations=hits)
-            result.tokens = count_tokens(result.model_dump_json())
+            result = counted(OperationSearchResult(query=query, kb_id=kb.kb_id, operations=hits))
             outcome.add_counts(len(hits), result.tokens)
             return result
         return await tracked("search_operations", work, mode=mode.value)
@@ -114,48 +112,53 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
     @server.tool()
     async def get_context(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
                           apis: Annotated[list[str] | None, Field(description="search only these API ids")] = None,
-                          ctx: Context = None) -> ContextResult:
+                          token_budget: TokenBudget = None, ctx: Context = None) -> ContextResult:
         """Everything needed to call the API for a question: the best operations and every schema,
-        parameter, error response and security scheme they reference ($ref closure), within the
-        server's token budget; references left out are listed in refs_cut with the reason."""
+        parameter, error response and security scheme they reference ($ref closure), within
+        token_budget (default: the server's); what was left out is listed in refs_cut and
+        primaries_cut, and truncated says whether anything was."""
         async def work(outcome: Outcome) -> ContextResult:
             kb = kbs_of(tenants, ctx).default(kb_id)
-            found = await kb.engine.aretrieve_context(query, apis=apis)
+            engine = within_budget(kb.engine, token_budget)
+            found = await engine.aretrieve_context(query, apis=apis)
             stats, signature_ids = found.retrieval_stats, {c.id for c in found.signature_chunks}
-            reason = "timeout" if stats.truncated else (stats.limits_hit[0] if stats.refs_cut else None)
-            result = ContextResult(
-                query=found.query, kb_id=kb.kb_id, selected_apis=stats.selected_apis, tokens=found.total_tokens,
-                truncated=stats.truncated or bool(stats.refs_cut), truncated_reason=reason,
-                chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get("source_file", "")), depth=c.depth,
+            result = counted(ContextResult(
+                query=found.query, kb_id=kb.kb_id, selected_apis=stats.selected_apis,
+                context_tokens=found.total_tokens, token_budget=engine.references.token_limit,
+                truncated=stats.truncated, truncated_reason=stats.truncated_reason,
+                chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get(API_ID, "")), depth=c.depth,
                                          referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text,
                                          signature=c.id in signature_ids)
                         for c in found.chunks],
-                refs_cut=stats.refs_cut, refs_missing=stats.refs_missing)
-            outcome.add_counts(len(result.chunks), result.tokens, result.truncated, reason, steps=4)
+                refs_cut=stats.refs_cut, refs_missing=stats.refs_missing, primaries_cut=stats.primaries_cut))
+            outcome.add_counts(len(result.chunks), result.context_tokens, stats.truncated, stats.truncated_reason,
+                               steps=4)
             return result
         return await tracked("get_context", work, mode="context")
 
     @server.tool()
     async def get_operation(api: str, operation: Annotated[str, Field(description="operationId or 'METHOD /path'")],
-                            kb_id: KbId = None, max_tokens: MaxTokens = None, ctx: Context = None) -> OperationDetail:
+                            kb_id: KbId = None, max_tokens: MaxTokens = None, ctx: Context = None) -> OperationResult:
         """One operation's full definition (parameters, request body, responses) and its error responses;
         ref_ids lists the schemas it references (get_schema reads them)."""
-        async def work(outcome: Outcome) -> OperationDetail:
+        async def work(outcome: Outcome) -> OperationResult:
             kb = kbs_of(tenants, ctx).with_api(api, kb_id)
             detail = await asyncio.to_thread(lookup.get_operation, kb, api, operation, max_tokens)
-            outcome.add_counts(1, detail.tokens, detail.truncated, "max_tokens")
-            return detail
+            result = counted(OperationResult(**detail.model_dump(), text_tokens=detail.tokens))
+            outcome.add_counts(1, result.text_tokens, result.truncated, "max_tokens")
+            return result
         return await tracked("get_operation", work)
 
     @server.tool()
     async def get_schema(api: str, name: str, kb_id: KbId = None, max_tokens: MaxTokens = None,
-                         ctx: Context = None) -> SpecElement:
+                         ctx: Context = None) -> SchemaResult:
         """One schema (component) by name; ref_ids lists the schemas it references."""
-        async def work(outcome: Outcome) -> SpecElement:
+        async def work(outcome: Outcome) -> SchemaResult:
             kb = kbs_of(tenants, ctx).with_api(api, kb_id)
             element = await asyncio.to_thread(lookup.get_schema, kb, api, name, max_tokens)
-            outcome.add_counts(1, element.tokens, element.truncated, "max_tokens")
-            return element
+            result = counted(SchemaResult(**element.model_dump(), text_tokens=element.tokens))
+            outcome.add_counts(1, result.text_tokens, result.truncated, "max_tokens")
+            return result
         return await tracked("get_schema", work)
 
     @server.resource("specrag://{api}/operations/{operation_id}", mime_type="application/yaml")

@@ -5,12 +5,26 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from specrag.api_models import KB_ID
+from specrag.api_models import KB_ID, AgenticRetrievalRequest
 from specrag.context import KnowledgeContext
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller, state
 
 router = APIRouter(tags=["context"])
+_BUDGET = AgenticRetrievalRequest.model_fields["token_budget"].metadata
+TOKEN_BUDGET_MIN = next(m.ge for m in _BUDGET if hasattr(m, "ge"))
+TOKEN_BUDGET_MAX = next(m.le for m in _BUDGET if hasattr(m, "le"))
+
+
+def within_budget(engine, token_budget: int | None):
+    """``engine``, or a shallow copy of it whose context (references and signatures) is built within
+    ``token_budget`` cl100k tokens instead of the server's ``context_token_limit``."""
+    if token_budget is None:
+        return engine
+    update = {"references": engine.references.model_copy(update={"token_limit": token_budget})}
+    if engine.signatures is not None:
+        update["signatures"] = engine.signatures.model_copy(update={"token_limit": token_budget})
+    return engine.model_copy(update=update)
 
 
 class ContextRequest(BaseModel):
@@ -19,17 +33,21 @@ class ContextRequest(BaseModel):
     query: str = Field(min_length=1, max_length=20_000, description="a question, e.g. 'How do I create a user?'")
     kb_id: str | None = Field(None, max_length=200, description=KB_ID + "; optional when one is served")
     apis: list[str] | None = Field(None, max_length=50, description="API ids to search (skips API selection)")
+    token_budget: int | None = Field(None, ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,
+                                     description="cl100k tokens the context may hold (the first operation is always "
+                                                 "kept); default: the server's context_token_limit")
 
 
 @router.post("/api/v1/context", response_model=KnowledgeContext, responses=ERRORS)
 async def context(body: ContextRequest, request: Request, kbs: KnowledgeBases = Caller) -> KnowledgeContext:
     """The endpoint that answers the question plus every schema, parameter, error response and security
-    scheme it references, within the token budget; cut references are named in retrieval_stats.refs_cut."""
+    scheme it references, within the token budget; cut references are named in retrieval_stats.refs_cut
+    and retrieval_stats.truncated says whether anything was left out."""
     app = state(request)
     async with app.telemetry.track("context", mode="context", kb_id=body.kb_id) as outcome:
         kb = kbs.default(body.kb_id)
-        ctx = await kb.engine.aretrieve_context(body.query, apis=body.apis)
+        ctx = await within_budget(kb.engine, body.token_budget).aretrieve_context(body.query, apis=body.apis)
         stats = ctx.retrieval_stats
-        outcome.add_counts(len(ctx.chunks), ctx.total_tokens, truncated=stats.truncated or bool(stats.refs_cut),
-                           reason="timeout" if stats.truncated else (stats.limits_hit or [None])[0], steps=4)
+        outcome.add_counts(len(ctx.chunks), ctx.total_tokens, truncated=stats.truncated,
+                           reason=stats.truncated_reason, steps=4)
     return ctx

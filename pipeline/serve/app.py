@@ -125,10 +125,17 @@ def _serve_docs_offline(app: FastAPI) -> None:
 
 
 async def _error(request: Request, exc: Exception) -> JSONResponse:
+    """A SpecragError's own one-line message, whatever its status (a missing index is 503 and says
+    which tenant and what to run); anything else at 500 is 'internal error', its traceback logged."""
     status = http_status(exc)
-    if status >= 500:
-        logger.exception("request failed", exc_info=exc)
-    detail = str(exc) if status < 500 else f"internal error ({type(exc).__name__}); see the server log"
+    if isinstance(exc, SpecragError):
+        if status >= 500:
+            logger.warning("request failed: %s", exc)
+        detail = str(exc)
+    else:
+        if status >= 500:
+            logger.exception("request failed", exc_info=exc)
+        detail = str(exc) if status < 500 else f"internal error ({type(exc).__name__}); see the server log"
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 

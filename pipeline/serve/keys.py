@@ -6,14 +6,24 @@ entry), and ``SPECRAG_API_KEYS``, comma-separated ``TENANT:KEY`` or ``TENANT:sha
 Only SHA-256 hashes are kept in memory; a presented key is hashed and compared with every entry
 in constant time (``hmac.compare_digest``), so neither the lookup's timing nor a log line nor an
 error message carries a key.
+
+The keys file is re-read while the server runs: a lookup stats it (at most once every
+``RELOAD_CHECK_S`` seconds) and re-reads it when its mtime, size or inode changed, so a key removed
+from the file stops working within that time, without a restart. A file that no longer parses
+keeps the keys read before (a warning says so); a file that is gone grants nothing. A server
+started with keys stays keyed whatever the file holds later (never open to everyone).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import os
 import re
 import secrets
+import threading
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
@@ -21,7 +31,9 @@ from pydantic import BaseModel, Field, ValidationError
 from specrag.errors import SpecragError
 from specrag.settings import TENANT_PATTERN, Settings
 
+logger = logging.getLogger(__name__)
 HASH_PREFIX = "sha256:"
+RELOAD_CHECK_S = 2.0  # how often a lookup may stat the keys file
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -51,21 +63,28 @@ def new_key_entry(tenant: str) -> tuple[str, KeyEntry]:
 
 
 class ApiKeys:
-    """The configured keys; ``configured`` is False when there are none (one local default tenant)."""
+    """The configured keys; ``configured`` is False when there are none (one local default tenant).
+    With ``file``, its entries are re-read when it changes (see the module docstring)."""
 
-    def __init__(self, entries: list[KeyEntry]):
-        self._entries = [(bytes.fromhex(e.sha256), e.tenant) for e in entries]
+    def __init__(self, entries: list[KeyEntry], file: Path | None = None, file_entries: list[KeyEntry] = ()):
+        self._fixed = [(bytes.fromhex(e.sha256), e.tenant) for e in entries]
+        self._file = Path(file) if file is not None else None
+        self._lock = threading.Lock()
+        self._checked = time.monotonic()
+        self._stamp = _stamp(self._file) if self._file is not None else None
+        self._entries = self._fixed + [(bytes.fromhex(e.sha256), e.tenant) for e in file_entries]
+        self._keyed = bool(self._entries)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "ApiKeys":
-        entries = read_keys_file(settings.api_keys_file) if settings.api_keys_file else []
-        if settings.api_keys is not None:
-            entries += _parse_env(settings.api_keys.get_secret_value())
-        return cls(entries)
+        env = _parse_env(settings.api_keys.get_secret_value()) if settings.api_keys is not None else []
+        if not settings.api_keys_file:
+            return cls(env)
+        return cls(env, settings.api_keys_file, read_keys_file(settings.api_keys_file))
 
     @property
     def configured(self) -> bool:
-        return bool(self._entries)
+        return self._keyed
 
     @property
     def tenants(self) -> list[str]:
@@ -75,12 +94,48 @@ class ApiKeys:
         """The key's tenant, or None for a missing or unknown key (every entry is compared)."""
         if not key:
             return None
+        self.refresh()
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
         found = None
         for known, tenant in self._entries:
             if hmac.compare_digest(known, digest):
                 found = tenant
         return found
+
+    def refresh(self, force: bool = False) -> None:
+        """Re-read the keys file if it changed (stat at most every ``RELOAD_CHECK_S`` unless ``force``)."""
+        if self._file is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._checked < RELOAD_CHECK_S:
+            return
+        with self._lock:
+            if not force and now - self._checked < RELOAD_CHECK_S:
+                return
+            self._checked = now
+            stamp = _stamp(self._file)
+            if stamp == self._stamp:
+                return
+            if stamp is None:
+                file_entries = []
+                logger.warning("SPECRAG_API_KEYS_FILE %s is gone: its keys no longer work", self._file)
+            else:
+                try:
+                    file_entries = read_keys_file(self._file)
+                except ApiKeysError as exc:
+                    logger.warning("%s: keeping the keys read before", exc)
+                    return
+            self._stamp = stamp
+            self._entries = self._fixed + [(bytes.fromhex(e.sha256), e.tenant) for e in file_entries]
+            logger.info("API keys re-read from %s: %d entries", self._file, len(file_entries))
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def read_keys_file(path: Path) -> list[KeyEntry]:

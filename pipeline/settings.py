@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     chroma_sync_s: float = Field(30.0, ge=0, le=86_400, allow_inf_nan=False, validation_alias=_env("SPECRAG_CHROMA_SYNC_S"),
                                  description="with a Chroma server: how often (at most, on a request) a serving "
                                              "process checks for a newer published index; 0 = every request")
+    chroma_timeout_s: float = Field(30.0, gt=0, le=3_600, allow_inf_nan=False,
+                                    validation_alias=_env("SPECRAG_CHROMA_TIMEOUT_S"),
+                                    description="with a Chroma server: how long one call to it may take (connect, "
+                                                "send, wait for the answer) before it fails as unreachable")
     tenant: str = Field("default", pattern=TENANT_PATTERN, validation_alias=_env("SPECRAG_TENANT"),
                         description="whose indexes: each tenant's corpora, lexical index, caches and Chroma data "
                                     "are its own (data_dir/tenants/<tenant>/ for any tenant but 'default')")

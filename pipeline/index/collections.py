@@ -15,8 +15,10 @@ from __future__ import annotations
 import logging
 import shutil
 import sqlite3
+import types
 import uuid
-from contextlib import closing
+from contextlib import closing, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from specrag.errors import ChromaUnavailableError
@@ -80,16 +82,71 @@ def served_corpora(client, settings: Settings) -> list[str]:
 
 
 def server_client(settings: Settings, chroma_settings):
-    """An HttpClient on this tenant's Chroma tenant and database (created on first use)."""
+    """An HttpClient on this tenant's Chroma tenant and database (created on first use); each of
+    its requests, those made while it is created included, fails after ``settings.chroma_timeout_s``."""
     import chromadb
     from chromadb.config import DEFAULT_DATABASE
     from chromadb.config import DEFAULT_TENANT as CHROMA_DEFAULT_TENANT
 
     tenant = CHROMA_DEFAULT_TENANT if settings.tenant == DEFAULT_TENANT else settings.tenant
-    if tenant != CHROMA_DEFAULT_TENANT:
-        _ensure_tenant(settings, tenant, DEFAULT_DATABASE)
-    return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings,
-                               tenant=tenant, database=DEFAULT_DATABASE)
+    with http_timeout(settings.chroma_timeout_s):
+        if tenant != CHROMA_DEFAULT_TENANT:
+            _ensure_tenant(settings, tenant, DEFAULT_DATABASE)
+        return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings,
+                                   tenant=tenant, database=DEFAULT_DATABASE)
+
+
+# chromadb (1.5) gives each server client an httpx session made with ``timeout=None`` and has no
+# setting for it (chroma-core/chroma#5805); a server that accepts the connection and never answers
+# (stopped, swapped out, deadlocked) holds the caller forever. The session is made, and the first
+# requests sent, inside ``HttpClient()``, so setting a timeout afterwards is too late. Instead its
+# module's ``httpx`` is replaced, once, by a view of httpx whose ``Client`` takes the timeout in
+# force in this thread (``http_timeout``) when chromadb passes none. Clients made outside
+# ``http_timeout`` (by other code in the process) are left as chromadb makes them.
+_HTTP_TIMEOUT: ContextVar[float | None] = ContextVar("specrag_chroma_http_timeout", default=None)
+
+
+@contextmanager
+def http_timeout(seconds: float):
+    """Chroma server clients made inside the block time out each request after ``seconds``."""
+    _bound_chroma_sessions()
+    token = _HTTP_TIMEOUT.set(seconds)
+    try:
+        yield
+    finally:
+        _HTTP_TIMEOUT.reset(token)
+
+
+class _HttpxWithTimeout(types.ModuleType):
+    """httpx as chromadb's HTTP client module sees it: the same, but for ``Client``'s timeout."""
+
+    def __init__(self, real):
+        super().__init__(real.__name__, real.__doc__)
+        self._real = real
+
+        class Client(real.Client):
+            def __init__(self, *args, timeout=None, **kwargs):
+                if timeout is None and (seconds := _HTTP_TIMEOUT.get()) is not None:
+                    timeout = real.Timeout(seconds)
+                super().__init__(*args, timeout=timeout, **kwargs)
+
+        self.Client = Client
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+
+def _bound_chroma_sessions() -> None:
+    import chromadb.api.fastapi as fastapi
+
+    if not isinstance(fastapi.httpx, _HttpxWithTimeout):
+        fastapi.httpx = _HttpxWithTimeout(fastapi.httpx)
+
+
+def session_timeout(client) -> float | None:
+    """The read timeout of a server client's httpx session (None: unbounded); for checks and tests."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    return None if session is None else session.timeout.read
 
 
 def _ensure_tenant(settings: Settings, tenant: str, database: str) -> None:

@@ -297,18 +297,29 @@ class ChunkStore:
         return self._client
 
     def chroma_call(self, call):
-        """Run a Chroma call; a server that does not answer becomes one line naming host:port."""
+        """Run a Chroma call; a server that does not answer (refuses, or says nothing for
+        ``chroma_timeout_s``: each request of a server client is bounded, collections.py) becomes
+        one line naming host:port."""
         try:
             return call()
         except ChromaUnavailableError:
             raise  # already one line (a nested call, such as opening the client)
         except Exception as exc:  # noqa: BLE001 - chromadb raises ValueError, httpx and Rust errors alike
-            text = _one_line(exc)
-            unreachable = isinstance(exc, (ConnectionError, TimeoutError)) or "connect" in text.lower() \
+            text = _one_line(exc) or type(exc).__name__
+            # chromadb rewords some transport errors (a ValueError raised while handling one)
+            transport = [e for e in _chain(exc) if _transport_error(e)]
+            timed_out = any(isinstance(e, TimeoutError) or type(e).__name__.endswith("Timeout") for e in transport)
+            unreachable = bool(transport) or "connect" in text.lower() \
                 or type(exc).__module__.startswith(("httpx", "httpcore"))
             if self.settings.chroma_host and unreachable:
+                server = f"{self.settings.chroma_host}:{self.settings.chroma_port}"
+                if timed_out:
+                    raise ChromaUnavailableError(
+                        f"the Chroma server at {server} is unreachable: no answer within "
+                        f"{self.settings.chroma_timeout_s:g} s (SPECRAG_CHROMA_TIMEOUT_S; {text}); check that it "
+                        "is running and not stopped or overloaded") from exc
                 raise ChromaUnavailableError(
-                    f"the Chroma server at {self.settings.chroma_host}:{self.settings.chroma_port} is unreachable "
+                    f"the Chroma server at {server} is unreachable "
                     f"({text}); start it, or unset SPECRAG_CHROMA_HOST to use the embedded store") from exc
             raise
 
@@ -339,6 +350,29 @@ def _return_freed_memory() -> None:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
+
+
+def _transport_error(exc: BaseException) -> bool:
+    """The request did not get an answer: refused, reset, timed out (not an HTTP error status)."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    module = type(exc).__module__
+    if module.startswith("httpcore"):
+        return True
+    if module.startswith("httpx"):
+        import httpx
+
+        return isinstance(exc, httpx.TransportError)
+    return False
+
+
+def _chain(exc: BaseException | None):
+    """``exc`` and the exceptions it was raised from or while handling."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
 
 
 def _file_id(chunk_id: str) -> str:

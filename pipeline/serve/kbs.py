@@ -9,8 +9,11 @@ tenants may hold the same kb_id (the same paths), each over its own index.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import logging
+import threading
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from pydantic import BaseModel, Field
 from specrag.catalog.io import load_catalog
 from specrag.catalog.models import ApiIndex, Catalog
 from specrag.engine import ApiQueryEngine
-from specrag.errors import IndexNotBuiltError, SpecragError
+from specrag.errors import ChromaUnavailableError, IndexNotBuiltError, SpecragError
 from specrag.settings import DEFAULT_TENANT, Settings
 from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
 
@@ -45,6 +48,33 @@ class KnowledgeBaseInfo(BaseModel):
     alias: str
     apis: int = Field(description="APIs complete in the index")
     search_mode: str = Field(description="hybrid, or lexical when the index has no usable vectors")
+
+
+class ChromaStatus(BaseModel):
+    reachable: bool | None = Field(description="whether the last check of the Chroma server got its answers; "
+                                               "null before the first check")
+    checked_s_ago: float | None = Field(None, description="seconds since that check ended")
+    server: str | None = Field(None, description="host:port (left out when API keys are configured)")
+    error: str | None = Field(None, description="why the last check failed, one line (left out when API keys "
+                                                "are configured)")
+
+
+class ServerChecks:
+    """What the replica's checks of its Chroma server found; read without waiting on the server."""
+
+    def __init__(self, server: str):
+        self.server = server
+        self.reachable: bool | None = None
+        self.error: str | None = None
+        self.checked_at: float | None = None
+
+    def record(self, error: str | None) -> None:
+        self.reachable, self.error, self.checked_at = error is None, error, time.monotonic()
+
+    def status(self) -> ChromaStatus:
+        at = self.checked_at
+        return ChromaStatus(reachable=self.reachable, server=self.server, error=self.error,
+                            checked_s_ago=None if at is None else round(time.monotonic() - at, 3))
 
 
 class KnowledgeBase:
@@ -113,9 +143,11 @@ class KnowledgeBase:
 
 
 class KnowledgeBases:
-    """The served knowledge bases by id and alias. With a Chroma server, a request checks (at
-    most every ``SPECRAG_CHROMA_SYNC_S``) whether a newer index was published and swaps in the
-    reopened knowledge base; requests already running finish on the one they started with."""
+    """The served knowledge bases by id and alias. With a Chroma server, a request starts a check (at
+    most every ``SPECRAG_CHROMA_SYNC_S``) of whether a newer index was published, and the reopened
+    knowledge base is swapped in; requests already running finish on the one they started with. A
+    served request never waits for the check (it runs in a background thread): a server that does
+    not answer delays no request, the local index serves on, and ``chroma_status`` says so."""
 
     def __init__(self, kbs: list[KnowledgeBase], tenant: str = DEFAULT_TENANT, private: bool = False,
                  sync_s: float | None = None):
@@ -126,6 +158,10 @@ class KnowledgeBases:
         self.tenant, self.private = tenant, private
         self._set(kbs)
         self._sync = ReplicaSync(sync_s) if sync_s is not None else None
+        servers = sorted({f"{kb.settings.chroma_host}:{kb.settings.chroma_port}" for kb in kbs
+                          if kb.settings.chroma_host})
+        self.checks = ServerChecks(servers[0]) if servers and self._sync is not None else None
+        self._closed = False
 
     def _set(self, kbs: list[KnowledgeBase]) -> None:
         aliases = [kb.alias for kb in kbs]
@@ -141,24 +177,54 @@ class KnowledgeBases:
         return old
 
     def refresh(self) -> None:
-        """Swap in the knowledge bases whose index changed, when a check is due (see ReplicaSync)."""
+        """Swap in the knowledge bases whose index changed, when a check is due (see ReplicaSync).
+        In a served request (on the event loop, or in a worker thread a request started) the check
+        runs in a background thread and the request goes on with what is served now; elsewhere (the
+        CLI, a script) it runs here, each call to the server bounded by SPECRAG_CHROMA_TIMEOUT_S."""
         if self._sync is None or not self._sync.claim():
             return
+        if not _in_request():
+            self._check()
+            return
         try:
-            kbs = self.all_now()
-            fresh = [self._refreshed(kb) for kb in kbs]
-            if any(new is not old for new, old in zip(fresh, kbs)):
-                self._set(fresh)
+            threading.Thread(target=self._check, name=f"specrag-replica-sync-{self.tenant}", daemon=True).start()
+        except RuntimeError:  # no new thread (the interpreter is exiting): check again later
+            self._sync.done()
+
+    def _check(self) -> None:
+        """One check of every knowledge base (the caller holds the claim)."""
+        unreachable = None
+        try:
+            for kb in self.all_now():
+                fresh, unreachable = self._refreshed(kb)
+                if fresh is not kb:
+                    if self._closed:
+                        fresh.close()
+                    else:
+                        self.replace(fresh)
+                if unreachable is not None:
+                    break  # one server for all: the others would wait as long for the same answer
         finally:
+            if self.checks is not None:
+                self.checks.record(unreachable)
             self._sync.done()
 
     @staticmethod
-    def _refreshed(kb: KnowledgeBase) -> KnowledgeBase:
+    def _refreshed(kb: KnowledgeBase) -> tuple[KnowledgeBase, str | None]:
+        """(the knowledge base to serve, why the Chroma server was unreachable or None)."""
         try:
-            return kb.refreshed() or kb
+            return kb.refreshed() or kb, None
         except SpecragError as exc:  # server down, a pull that failed: keep serving what we have
             logger.warning("knowledge base %s: index update not applied: %s", kb.kb_id, exc)
-            return kb
+            return kb, str(exc) if isinstance(exc, ChromaUnavailableError) else None
+
+    def chroma_status(self, detail: bool = True) -> ChromaStatus | None:
+        """The last check of the Chroma server (None without one); never waits for it. ``detail``:
+        with the server's address and the error."""
+        if self.checks is None:
+            return None
+        status = self.checks.status()
+        return status if detail else status.model_copy(update={"server": None, "error": None})
 
     @classmethod
     def open(cls, settings: Settings, corpora: list[list[Path]] = (), keys: list[str] = (),
@@ -188,8 +254,11 @@ class KnowledgeBases:
         stores += [ChunkStore.open(_existing(settings, key), embed_model=embed_model) for key in keys]
         if not stores and not allow_empty:
             raise IndexNotBuiltError(f"no index in {settings.tenant_dir / 'corpora'} to serve: pass --corpus PATH")
-        return cls([KnowledgeBase.open(store) for store in stores], settings.tenant, private,
-                   settings.chroma_sync_s if settings.chroma_host else None)
+        kbs = cls([KnowledgeBase.open(store) for store in stores], settings.tenant, private,
+                  settings.chroma_sync_s if settings.chroma_host else None)
+        if kbs.checks is not None:
+            kbs.checks.record(None)  # the corpora were just brought up to date from the server
+        return kbs
 
     def get(self, kb_id: str) -> KnowledgeBase:
         self.refresh()
@@ -238,8 +307,21 @@ class KnowledgeBases:
         raise UnknownKnowledgeBase(f"unknown API id {api!r}" + (f" (did you mean {', '.join(hint)}?)" if hint else ""))
 
     def close(self) -> None:
+        self._closed = True
         for kb in self.all_now():
             kb.close()
+
+
+def _in_request() -> bool:
+    """On a running event loop, or in a worker thread a served request started (the request id
+    the middleware sets travels with ``asyncio.to_thread`` and Starlette's thread pool)."""
+    from specrag.serve.logs import request_id_var
+
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return request_id_var.get() is not None
 
 
 def _pull_served(settings: Settings, keys: list[str], everything: bool) -> list[str]:

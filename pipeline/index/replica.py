@@ -92,12 +92,34 @@ def sync_corpus(settings: Settings) -> bool:
 
 
 def server_corpora(settings: Settings) -> list[str]:
-    """Corpus keys this tenant has published on the server."""
+    """Corpus keys this tenant has published on the server that this data dir can serve: the ones
+    it holds an index of, and the ones it pulls now. A corpus whose publication cannot be read
+    (a build publishing it right now, or a writer killed mid-publish; damaged) and that this
+    data dir lacks is logged and skipped, the skips counted in one warning: the intact corpora
+    are served, and a replica started after the next complete publish serves that one too."""
     store = ChunkStore(settings, None)
     try:
-        return store.chroma_call(lambda: served_corpora(store.client, settings))
+        published = store.chroma_call(lambda: served_corpora(store.client, settings))
     finally:
         store.close()
+    usable, skipped = [], []
+    for key in published:
+        corpus = settings.model_copy(update={"data_dir": settings.tenant_dir / "corpora" / key})
+        if _local_generation(corpus) is None:
+            try:
+                pulled = sync_corpus(corpus)
+            except IndexDamagedError as exc:
+                skipped.append(f"{key} ({exc})")
+                continue
+            if not pulled and _local_generation(corpus) is None:
+                skipped.append(f"{key} (its publication is incomplete: being published, or the writer was stopped "
+                               "midway; the next complete publish brings it)")
+                continue
+        usable.append(key)
+    if skipped:
+        logger.warning("%d of %d corpora published on %s:%s skipped, not pulled: %s", len(skipped), len(published),
+                       settings.chroma_host, settings.chroma_port, "; ".join(skipped))
+    return usable
 
 
 class ReplicaSync:

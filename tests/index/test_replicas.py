@@ -236,3 +236,49 @@ def test_a_damaged_publication_is_one_line_and_pulls_nothing(server, specs, sett
 
 def _forbidden(*args, **kwargs):
     raise AssertionError("a replica starting from the server must not parse specs or embed")
+
+
+def test_a_half_published_corpus_is_skipped_and_the_intact_ones_served(server, specs, settings, embed_model,
+                                                                        monkeypatch, caplog):
+    """The writer dies mid-publish (its second publication of pets: the manifest part of the new
+    generation is on the server, the rest of the files and the marker are the old ones). A fresh
+    replica starts: users is served, pets is logged and skipped; a later publish makes it appear."""
+    from specrag.index import publish as publish_module
+
+    one, two = replica(settings, server, "one"), replica(settings, server, "two")
+    users, _ = index(one, [specs / "users_api.yaml"], embed_model)
+    pets, _ = index(one, [specs / "petstore_v2.json"], embed_model)
+    real_upsert = publish_module._upsert
+
+    def killed_mid_publish(store, companion, batch):
+        real_upsert(store, companion, batch[:1])  # the first part reaches the server, then the writer dies
+        raise KeyboardInterrupt("killed mid-publish")
+
+    pets_spec = specs / "petstore_v2.json"
+    pets_spec.write_text(pets_spec.read_text().replace('"summary": "', '"summary": "Now: ', 1))
+    monkeypatch.setattr(publish_module, "_upsert", killed_mid_publish)
+    with pytest.raises(KeyboardInterrupt):
+        index(one, [pets_spec], embed_model)
+    monkeypatch.setattr(publish_module, "_upsert", real_upsert)
+
+    kbs = KnowledgeBases.open(two, embed_model=embed_model)
+    try:
+        assert [kb.kb_id for kb in kbs.all_now()] == [users.data_dir.name]
+        assert kbs.default(None).api_ids == {"users_api"}
+    finally:
+        kbs.close()
+    assert pets.data_dir.name in caplog.text and "skipped" in caplog.text
+    assert "1 of 2 corpora published" in caplog.text
+
+    index(one, [pets_spec], embed_model)  # a later publish of pets completes
+    caplog.clear()
+    three = replica(settings, server, "three")  # (replica two would need a restart that lists the server's
+    # corpora besides its own: KnowledgeBases.open does so only for a data dir with no index yet)
+    kbs = KnowledgeBases.open(three, embed_model=embed_model)
+    try:
+        assert sorted(kb.kb_id for kb in kbs.all_now()) == sorted([users.data_dir.name, pets.data_dir.name])
+        assert kbs.get(pets.data_dir.name).api_ids == {"petstore_v2"}
+        assert answers(kbs.get(pets.data_dir.name).engine) == answers(build_engine(pets))
+    finally:
+        kbs.close()
+    assert "skipped" not in caplog.text

@@ -176,15 +176,17 @@ def worker_app():
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
     from specrag.serve.graph_wiring import mcp_tools
     from specrag.serve.mcp_http import streamable_http_app
-    from specrag.serve.mcp_server import create_mcp_server
+    from specrag.serve.mcp_server import create_mcp_server, run_stdio
 
     settings, tenants = _open(args, settings, network=args.transport != "stdio")
     server = create_mcp_server(tenants, **mcp_tools())
     try:
         if args.transport == "stdio":
-            server.run("stdio")
+            anyio.run(run_stdio, server)  # answers every request, unreadable ones with an error
         else:
             _uvicorn(streamable_http_app(server, tenants, settings.serve_host), settings)
     finally:

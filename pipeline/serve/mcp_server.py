@@ -5,7 +5,10 @@ budgeted $ref closure of the best operations in one call). Resources:
 ``specrag://{api}/operations/{operation_id}`` and ``specrag://{api}/schemas/{name}``. Each tool
 call gets a request id, one JSON event line and the same Prometheus metrics as the HTTP service.
 
-Over stdio the server runs as the local tenant. Over streamable HTTP with API keys configured,
+Over stdio the server runs as the local tenant, and answers every request (``run_stdio``): a line
+the SDK cannot read (not JSON, a lone surrogate escape, nesting past the parser's limit) gets a
+JSON-RPC error reply with the request's id, where the SDK alone would drop it and leave the client
+waiting. Over streamable HTTP with API keys configured,
 ``mcp_http.ApiKeyGate`` answers 401 before MCP sees a request without a known key, and puts the
 key's tenant's knowledge bases in the request's ASGI state, where every tool and resource reads
 them (``kbs_of``): a tool never reaches another tenant's index.
@@ -14,11 +17,18 @@ them (``kbs_of``): a tool never reaches another tenant's index.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Awaitable, Callable, TypeVar
+import json
+import logging
+from typing import Annotated, Any, Awaitable, Callable, TypeVar
+
+import anyio
+import mcp_types
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import BaseModel, Field
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, Field, ValidationError
 
 from specrag.api_models import BasicRetrievalRequest, SearchMode
 from specrag.errors import SpecragError
@@ -36,6 +46,7 @@ from specrag.serve.telemetry import Outcome, Telemetry
 from specrag.serve.tenancy import Tenants
 from specrag.serve.tracing import install_instrumentation
 
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 INSTRUCTIONS = ("specrag answers 'how do I do X with these APIs?' over indexed OpenAPI specs. Start with get_context "
                 "for a question (the matching operation plus every schema and error response it references, within "
@@ -183,3 +194,78 @@ async def _resource(read: Callable[[], T]) -> T:
         return await asyncio.to_thread(read)
     except SpecragError as exc:
         raise ResourceError(str(exc)) from exc
+
+
+async def run_stdio(server: MCPServer) -> None:
+    """``server.run("stdio")``, but a line the SDK's reader rejects is answered (``unreadable_reply``)
+    instead of dropped: the SDK hands such a line to the session as an exception, which only logs it."""
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def sift() -> None:
+            async with send:
+                async for item in read_stream:
+                    if not isinstance(item, Exception):
+                        await send.send(item)
+                        continue
+                    reply = unreadable_reply(item)
+                    logger.warning("mcp: unreadable message%s", "" if reply is None else
+                                   f" (id {reply.id!r}): {reply.error.message}")
+                    if reply is not None:
+                        try:
+                            await write_stream.send(SessionMessage(reply))
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sift)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
+def unreadable_reply(exc: Exception) -> mcp_types.JSONRPCError | None:
+    """The error reply to a message the SDK could not read: its id when one can be found at the top
+    level of the line (id null for a line that is not JSON at all, as JSON-RPC says); None for a
+    notification (an object without an id)."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    raw = errors[0].get("input") if errors else None
+    not_json = any(e.get("type") == "json_invalid" for e in errors)
+    found, request_id = (("id" in raw), raw.get("id")) if isinstance(raw, dict) else \
+        top_level_id(raw) if isinstance(raw, str) else (False, None)
+    if not found and not not_json:
+        return None
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        request_id = None
+    code, what = ((mcp_types.PARSE_ERROR, "parse error") if not_json else (mcp_types.INVALID_REQUEST, "invalid request"))
+    detail = errors[0].get("msg", "") if errors else str(exc)
+    return mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id,
+                                  error=mcp_types.ErrorData(code=code, message=f"{what}: {detail}"[:300]))
+
+
+def top_level_id(line: str) -> tuple[bool, Any]:
+    """(found, value) of the ``"id"`` member of the JSON object ``line``, read without parsing the
+    rest: one pass that skips nested values by depth and strings by their quotes, so neither depth
+    nor a bad escape elsewhere in the line stops it."""
+    depth, i, n, decoder = 0, 0, len(line), json.JSONDecoder()
+    while i < n:
+        c = line[i]
+        if c == '"':
+            end = i + 1
+            while end < n and line[end] != '"':
+                end += 2 if line[end] == "\\" else 1
+            if depth == 1 and line[i + 1:end] == "id":
+                rest = line[end + 1:].lstrip()
+                if rest.startswith(":"):
+                    try:
+                        return True, decoder.raw_decode(rest[1:].lstrip())[0]
+                    except (ValueError, RecursionError):
+                        return True, None
+            i = end + 1
+            continue
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        i += 1
+    return False, None

@@ -35,6 +35,7 @@ from specrag.serve.concurrency import serving_threads
 from specrag.serve.errors import http_status
 from specrag.serve.guard import MAX_BODY_BYTES, RequestGuard, rebinding_protection
 from specrag.serve.kbs import KnowledgeBases
+from specrag.serve.logs import LOGGED_MARK
 from specrag.serve.middleware import RequestContextMiddleware
 from specrag.serve.reload import IndexWatcher
 from specrag.serve.routes import apis, context, health, retrieve
@@ -135,6 +136,10 @@ async def _error(request: Request, exc: Exception) -> JSONResponse:
     else:
         if status >= 500:
             logger.exception("request failed", exc_info=exc)
+            try:  # the server's own record of it (uvicorn's, after Starlette re-raises) is then dropped
+                setattr(exc, LOGGED_MARK, logger.name)
+            except AttributeError:
+                pass
         detail = str(exc) if status < 500 else f"internal error ({type(exc).__name__}); see the server log"
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)

@@ -27,8 +27,18 @@ request_id_var: ContextVar[str | None] = ContextVar("specrag_request_id", defaul
 QUIET = ("bm25s", "httpx", "httpcore", "chromadb", "uvicorn.access", "mcp")
 
 
+LOGGED_MARK = "_specrag_logged"  # set on an exception the service has logged (app._error)
+
+
 class RequestIdFilter(logging.Filter):
+    """Stamps the request id; drops a record of an exception already logged, with its traceback,
+    by the service (uvicorn's 'Exception in ASGI application' for the error Starlette re-raises
+    after our 500 answer): one record per failure."""
+
     def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and getattr(exc, LOGGED_MARK, None) not in (None, record.name):
+            return False
         record.request_id = request_id_var.get()
         return True
 
@@ -81,6 +91,7 @@ class QueuedJsonHandler(_Enqueue):
 
 
 SERVICE_EVENT_LOGGERS = ("specrag.requests", "specrag.http")  # telemetry.py, middleware.py
+SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "py.warnings")
 
 
 def configure_json_logging(level: int = logging.INFO, stream: TextIO | None = None,
@@ -100,9 +111,15 @@ def configure_json_logging(level: int = logging.INFO, stream: TextIO | None = No
     # specrag's module loggers keep the CLI's level (warnings; info with -v) but lose its plain
     # stderr handler, which would print each warning a second time beside its JSON line; the
     # request and HTTP events are the service's log, at the service's level
-    own = logging.getLogger("specrag")
-    for old in list(own.handlers):
-        own.removeHandler(old)
+    # So do the loggers a server library may have given a handler of its own (uvicorn's plain text
+    # one, with tracebacks): every record reaches the one JSON handler, once. Python warnings
+    # (``warnings.warn``) become records too, not plain text on stderr.
+    for name in ("specrag", *SERVER_LOGGERS):
+        logger = logging.getLogger(name)
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        logger.propagate = True
+    logging.captureWarnings(True)
     for name in SERVICE_EVENT_LOGGERS:
         logging.getLogger(name).setLevel(level)
     for name in QUIET:

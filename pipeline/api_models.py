@@ -16,6 +16,8 @@ from typing_extensions import TypedDict
 KB_ID = ("the knowledge base: one indexed corpus, named by its index folder under <data_dir>/corpora/ "
          "(e.g. 'corpus-5a5406f483') or by that folder's alias (the part before the hash, e.g. 'corpus', "
          "when no other served corpus shares it); GET /api/v1/kbs lists them")
+KB_ID_OPTIONAL = ("; optional: without it, the one knowledge base served (an error names them when "
+                  "several are). The same on every route and MCP tool")
 THRESHOLD = ("results scoring below it are dropped. Scores are in [0, 1]: vector mode, the cosine similarity of "
              "query and chunk mapped from [-1, 1] to [0, 1], (1 + cosine) / 2, so 0.65 keeps cosines from 0.3; "
              "keyword and hybrid modes, the BM25 or fused (RRF) score divided by the query's best one, so the top "
@@ -48,7 +50,7 @@ class RetrievalFilters(TypedDict, total=False):
 class BasicRetrievalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kb_id: str = Field(min_length=1, max_length=200, description=KB_ID)
+    kb_id: str | None = Field(None, min_length=1, max_length=200, description=KB_ID + KB_ID_OPTIONAL)
     query: str = Field(min_length=1, max_length=20_000)
     tenant_id: str = Field("default", max_length=200, description="the caller's tenant")
     top_k: int = Field(10, ge=1, le=100)
@@ -62,7 +64,10 @@ class AgenticRetrievalRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=20_000)
     tenant_id: str = Field("default", max_length=200, description="the caller's tenant")
-    kb_ids: list[str] = Field(default_factory=list, description="knowledge bases to search; [] means all")
+    kb_id: str | None = Field(None, min_length=1, max_length=200, description=KB_ID + KB_ID_OPTIONAL)
+    kb_ids: list[str] = Field(default_factory=list, max_length=50, json_schema_extra={"deprecated": True},
+                              description="deprecated: use kb_id. One id at most (agentic retrieval runs over one "
+                                          "knowledge base); [] means kb_id's")
     max_steps: int = Field(5, ge=1, le=20)
     reasoning_effort: ReasoningEffort = ReasoningEffort.MEDIUM
     top_k_per_step: int = Field(5, ge=1, le=50)

@@ -29,8 +29,8 @@ async def impact(kb: KnowledgeBase, api: str, schema: str) -> ImpactReport:
 
 
 class KbAgentic:
-    """Agentic retrieval over one of the caller's knowledge bases: ``kb_ids`` names it ([] = the only
-    one served; with several served, pass one). One retriever per knowledge base object, made on
+    """Agentic retrieval over one of the caller's knowledge bases: ``kb_id`` names it (none: the only
+    one served; with several served, pass one; the deprecated ``kb_ids`` list may hold one). One retriever per knowledge base object, made on
     first use: keyed by the object, not its kb_id, since two tenants may hold the same kb_id and a
     re-indexed knowledge base is a new object (the old one's retriever goes with it)."""
 
@@ -38,9 +38,10 @@ class KbAgentic:
         self._retrievers: weakref.WeakKeyDictionary[KnowledgeBase, AgenticRetriever] = weakref.WeakKeyDictionary()
 
     async def arun(self, request: AgenticRetrievalRequest, kbs: KnowledgeBases) -> RetrievalResponse:
-        if len(request.kb_ids) > 1:
+        named = list(dict.fromkeys([*([request.kb_id] if request.kb_id else []), *request.kb_ids]))
+        if len(request.kb_ids) > 1 or len(named) > 1:
             raise AmbiguousKnowledgeBase("agentic retrieval runs over one knowledge base: pass one kb_id")
-        kb = kbs.default(request.kb_ids[0] if request.kb_ids else None)
+        kb = kbs.default(named[0] if named else None)
         retriever = self._retrievers.get(kb)
         if retriever is None:
             retriever = self._retrievers[kb] = AgenticRetriever(kb.engine)

@@ -16,12 +16,13 @@ from typing import Annotated, TypeVar
 import pydantic_core
 from pydantic import BaseModel, Field
 
+from specrag.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
 from specrag.serve.routes.context import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 from specrag.stages.results import CutRef
 from specrag.tokens import count_tokens
 
-KbId = Annotated[str | None, Field(max_length=200, description="knowledge base id or alias; optional when one is served")]
+KbId = Annotated[str | None, Field(max_length=200, description=KB_ID + KB_ID_OPTIONAL)]
 TokenBudget = Annotated[int | None, Field(ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,
                                           description="cl100k tokens the context may hold (the chunk texts; the "
                                                       "first operation is always kept); default: the server's "

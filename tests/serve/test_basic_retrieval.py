@@ -78,7 +78,7 @@ async def test_filters_hold_in_every_mode(client, kb_id, filters, check):
 @pytest.mark.parametrize("change", [
     {"top_k": 0}, {"top_k": 101}, {"similarity_threshold": -0.1}, {"similarity_threshold": 1.01},
     {"mode": "semantic"}, {"query": ""}, {"filters": {"tag": ["x"]}}, {"filters": {"type": ["operation"]}},
-    {"filters": {"method": ["get"]}}, {"filters": {"api": ["nope_api"]}}, {"kb_id": None}, {"unknown_field": 1},
+    {"filters": {"method": ["get"]}}, {"filters": {"api": ["nope_api"]}}, {"kb_id": ""}, {"unknown_field": 1},
 ])
 async def test_invalid_requests_are_422(client, kb_id, change):
     r = await client.post(URL, json={"kb_id": kb_id, "query": "create a user"} | change)

@@ -6,12 +6,14 @@ import asyncio
 
 from fastapi import APIRouter, Query
 
+from specrag.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.serve.kbs import KnowledgeBaseInfo, KnowledgeBases
 from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement, get_operation, get_schema, list_apis
 from specrag.serve.routes.common import ERRORS, Caller
 
 router = APIRouter(tags=["browse"])
-KB_QUERY = Query(None, max_length=200, description="knowledge base (id or alias); optional when the API is in one")
+KB_QUERY = Query(None, max_length=200, description=KB_ID + KB_ID_OPTIONAL + " (here: the one holding the API, "
+                 "and on /api/v1/apis, all of them)")
 MAX_TOKENS = Query(None, ge=1, le=1_000_000, description="cut the text to this many cl100k tokens (sets truncated)")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from specrag.api_models import KB_ID, AgenticRetrievalRequest
+from specrag.api_models import KB_ID, KB_ID_OPTIONAL, AgenticRetrievalRequest
 from specrag.context import KnowledgeContext
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller, state
@@ -31,7 +31,7 @@ class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=20_000, description="a question, e.g. 'How do I create a user?'")
-    kb_id: str | None = Field(None, max_length=200, description=KB_ID + "; optional when one is served")
+    kb_id: str | None = Field(None, max_length=200, description=KB_ID + KB_ID_OPTIONAL)
     apis: list[str] | None = Field(None, max_length=50, description="API ids to search (skips API selection)")
     token_budget: int | None = Field(None, ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,
                                      description="cl100k tokens the context may hold (the first operation is always "

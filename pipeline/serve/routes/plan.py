@@ -9,7 +9,7 @@ from typing import Awaitable, Callable
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from specrag.api_models import KB_ID
+from specrag.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller, state
 from specrag.tokens import count_tokens
@@ -21,7 +21,7 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=20_000, description="a task, e.g. 'who directed the top rated movie?'")
-    kb_id: str | None = Field(None, max_length=200, description=KB_ID + "; optional when one is served")
+    kb_id: str | None = Field(None, max_length=200, description=KB_ID + KB_ID_OPTIONAL)
 
 
 def plan_router(planner: Planner, plan_model: type[BaseModel]) -> APIRouter:

@@ -22,6 +22,8 @@ async def retrieve_basic(body: BasicRetrievalRequest, request: Request,
     app = state(request)
     async with app.telemetry.track("retrieve.basic", mode=body.mode.value, kb_id=body.kb_id) as outcome:
         check_tenant_id(kbs, body)
+        if body.kb_id is None:  # optional, as on every route: the one knowledge base served
+            body = body.model_copy(update={"kb_id": kbs.default(None).kb_id})
         response, encoded = await BasicRetrieval(kbs).arun_encoded(body, request_id=request_id_var.get())
         outcome.add_response(response)
     return Response(encoded, media_type="application/json")  # built as a RetrievalResponse: nothing to re-validate

@@ -62,3 +62,9 @@ async def test_the_old_kb_ids_list_still_reads(wired, kb_id):
     both = await wired.post("/api/v1/retrieve/agentic", json=BODIES["/api/v1/retrieve/agentic"]
                             | {"kb_ids": [kb_id], "kb_id": "other"})
     assert both.status_code == 422 and "one kb_id" in both.json()["detail"]
+
+
+async def test_the_plan_route_takes_the_token_budget_too(wired):
+    r = await wired.post("/api/v1/plan", json={"query": "create a user then get it", "token_budget": 400})
+    assert r.status_code == 200 and r.json()["token_budget"] == 400, r.text
+    assert (await wired.post("/api/v1/plan", json={"query": "x", "token_budget": 10})).status_code == 422

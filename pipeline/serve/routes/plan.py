@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from specrag.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller, state
+from specrag.serve.routes.context import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 from specrag.tokens import count_tokens
 
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
@@ -22,6 +23,9 @@ class PlanRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=20_000, description="a task, e.g. 'who directed the top rated movie?'")
     kb_id: str | None = Field(None, max_length=200, description=KB_ID + KB_ID_OPTIONAL)
+    token_budget: int | None = Field(None, ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,
+                                     description="cl100k tokens for the whole plan's context, split across the "
+                                                 "steps; default: the server's context_token_limit")
 
 
 def plan_router(planner: Planner, plan_model: type[BaseModel]) -> APIRouter:
@@ -32,8 +36,12 @@ def plan_router(planner: Planner, plan_model: type[BaseModel]) -> APIRouter:
         """The calls that answer the question, in order (each with what it needs from the ones before)."""
         app = state(request)
         async with app.telemetry.track("plan", mode="plan", kb_id=body.kb_id) as outcome:
-            result = await planner(kbs.default(body.kb_id), body.query)
-            outcome.add_counts(len(getattr(result, "steps", None) or []), count_tokens(result.model_dump_json()))
+            kb = kbs.default(body.kb_id)
+            result = await (planner(kb, body.query) if body.token_budget is None
+                            else planner(kb, body.query, token_budget=body.token_budget))
+            context_tokens = getattr(result, "total_tokens", None)  # the plan's context, as MCP's plan logs it
+            outcome.add_counts(len(getattr(result, "steps", None) or []),
+                               count_tokens(result.model_dump_json()) if context_tokens is None else context_tokens)
         return result
 
     return router

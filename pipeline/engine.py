@@ -154,7 +154,7 @@ class ApiQueryEngine(CustomQueryEngine):
         refs = self._done(nodes.expansion, "refs")
         t = time.perf_counter()
         stats = retrieval_stats(warnings, selection, expansion, search, refs)
-        signatures = (self.signatures.signatures([n.node.node_id for n in search.nodes], refs)
+        signatures = (self.signatures.signatures([n.node.node_id for n in search.nodes], refs, selection.selected_apis)
                       if self.signatures is not None else [])
         ctx = KnowledgeContext.assemble(query, refs, signatures, stats)
         stats.timings_ms["assemble"] = elapsed_ms(t)

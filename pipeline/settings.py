@@ -97,6 +97,11 @@ class Settings(BaseSettings):
     context_signature_depth: int = Field(10, ge=0, le=100, validation_alias=_env("CONTEXT_SIGNATURE_DEPTH"),
                                          description="ranked operations up to this rank that are not primaries get "
                                                      "a signature in the context (within the token limit); 0: none")
+    context_other_api_signatures: int | None = Field(
+        2, ge=0, le=100, validation_alias=_env("CONTEXT_OTHER_API_SIGNATURES"),
+        description="at most this many signatures of APIs that stage 1 did not select, the best ranked (the "
+                    "search fuses the whole fleet in; its best hits are the way back when stage 1 picked wrong); "
+                    "None: no limit; 2 chosen by leave-one-set-out, see docs/evals.md")
     timeout_ms: int = Field(5000, ge=1, le=600_000, validation_alias=_env("RETRIEVAL_TIMEOUT_MS"))
     enable_query_analysis: bool = Field(True, validation_alias=_env("ENABLE_QUERY_ANALYSIS"),
                                         description="infer endpoint/schema/error intent and filter by chunk type")
@@ -120,9 +125,11 @@ class Settings(BaseSettings):
     selection_keyword_max_apis: int = Field(4, ge=1, le=20, validation_alias=_env("SELECTION_KEYWORD_MAX_APIS"),
                                             description="offline stage 1 (and the LLM's fallback): APIs the keyword "
                                                         "selector keeps (chosen leave-one-set-out, README)")
-    selection_drop_off: float = Field(0.5, ge=0, le=1, allow_inf_nan=False, validation_alias=_env("SELECTION_DROP_OFF"),
+    selection_drop_off: float = Field(0.9, ge=0, le=1, allow_inf_nan=False, validation_alias=_env("SELECTION_DROP_OFF"),
                                       description="offline stage 1: an API is kept only if its fused score is at "
-                                                  "least this share of the first API's (0 keeps all)")
+                                                  "least this share of the first API's (0 keeps all): one API when "
+                                                  "its evidence leads clearly, more when unsure; 0.9 chosen by "
+                                                  "leave-one-set-out, see docs/evals.md")
     selection_weights: tuple[NonNegativeWeight, NonNegativeWeight, NonNegativeWeight] = Field(
         (0.0, 0.25, 1.0), validation_alias=_env("SELECTION_WEIGHTS"),
         json_schema_extra={"allowed": "a JSON list of three numbers, each >= 0 and <= 100"},

@@ -12,9 +12,10 @@ Three signals, fused by weighted reciprocal rank:
   Its BM25 side reads the question without the names in it (:func:`~specrag.stages.names.without_names`:
   "the network that produced Game of Thrones" must not vote for a games API by spelling); its
   vector side reads the whole question (MiniLM hears a film in "Titanic").
-The top ``max_apis`` are kept, fewer when the fused score drops off. The weights and the fusion
-constant are settings, chosen leave-one-set-out on the labeled sets (README, "Evals"): evidence
-carries most of the signal, the catalog vector helps, catalog BM25 measured no help (weight 0,
+The top ``max_apis`` are kept, fewer when the fused score drops off: one API when its lead is
+clear, more only when unsure (``drop_off``, a share of the first API's score). The weights, the
+drop-off and the fusion constant are settings, chosen leave-one-set-out on the labeled sets
+(docs/evals.md): evidence carries most of the signal, the catalog vector helps, catalog BM25 measured no help (weight 0,
 and a signal of weight 0 is not computed).
 """
 
@@ -61,7 +62,7 @@ class KeywordApiSelector:
     """Offline stage 1; also the LLM selector's shortlister and fallback."""
 
     def __init__(self, catalog: Catalog, indexes: Mapping[str, ApiIndex], evidence: BaseRetriever | None = None,
-                 max_apis: int = 3, drop_off: float = 0.5, evidence_depth: int = 50,
+                 max_apis: int = 3, drop_off: float = 0.9, evidence_depth: int = 50,
                  api_vectors: np.ndarray | None = None, embed_query: EmbedQuery | None = None,
                  weights: tuple[float, float, float] = (0.0, 0.25, 1.0), rrf_k: int = 10):
         self.catalog = catalog

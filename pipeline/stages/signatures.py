@@ -10,9 +10,11 @@ parameters, schema names) they still reach the reader, who can ask for any of th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
-from specrag.specs.ids import ERRORS_SUFFIX, operation_method
+from specrag.specs.ids import ERRORS_SUFFIX, operation_method, split_chunk_id
 from specrag.specs.signature import operation_signature
 from specrag.stages.ref_expand import ChunkLookup, shown_metadata
 from specrag.stages.results import ContextChunk, ReferenceExpansion
@@ -27,17 +29,30 @@ class SignatureTier(BaseModel):
     lookup: ChunkLookup = Field(description="where the ranked operations' chunks are read from")
     depth: int = Field(10, ge=0, description="ranked operations up to this rank are considered; 0: no signatures")
     token_limit: int = Field(4000, description="the context's token budget, shared with the expansion")
+    other_api_limit: int | None = Field(None, ge=0, description="at most this many signatures of APIs stage 1 "
+                                                                "did not select (None: no limit)")
 
     @classmethod
     def from_settings(cls, lookup: ChunkLookup, settings) -> "SignatureTier":
-        return cls(lookup=lookup, depth=settings.context_signature_depth, token_limit=settings.context_token_limit)
+        return cls(lookup=lookup, depth=settings.context_signature_depth, token_limit=settings.context_token_limit,
+                   other_api_limit=settings.context_other_api_signatures)
 
-    def signatures(self, ranked_ids: list[str], expansion: ReferenceExpansion) -> list[ContextChunk]:
+    def signatures(self, ranked_ids: list[str], expansion: ReferenceExpansion,
+                   selected_apis: Sequence[str] = ()) -> list[ContextChunk]:
         """One signature per operation among the first ``depth`` of ``ranked_ids`` that is not in
-        the context already, in rank order, while the context stays within ``token_limit``."""
+        the context already, in rank order, while the context stays within ``token_limit``. When
+        stage 1 selected APIs, at most ``other_api_limit`` signatures go to APIs neither selected
+        nor among the primaries, the best ranked: the search fuses the whole fleet in, and its hits
+        would otherwise fill the tier, but the best of them is what a fleet-wide search offers when
+        stage 1 picked wrong."""
         present = {c.id for c in (*expansion.primary, *expansion.referenced)}
         wanted = [cid for cid in dict.fromkeys(ranked_ids[: self.depth])
                   if cid not in present and operation_method(cid) is not None and not cid.endswith(ERRORS_SUFFIX)]
+        if selected_apis and self.other_api_limit is not None:
+            scope = {*selected_apis, *(split_chunk_id(c.id)[0] for c in expansion.primary)}
+            others = [cid for cid in wanted if split_chunk_id(cid)[0] not in scope]
+            dropped = set(others[self.other_api_limit:])
+            wanted = [cid for cid in wanted if cid not in dropped]
         if not wanted:
             return []
         chunks = self.lookup.get_chunks(wanted)

@@ -17,6 +17,8 @@ GET = "pets:paths/~1pets~1{petId}/get"
 LIST = "pets:paths/~1pets/get"
 DELETE = "pets:paths/~1pets~1{petId}/delete"
 PET = "pets:components/schemas/Pet"
+OTHER = "shop:paths/~1orders/get"
+OTHER_2 = "shop:paths/~1carts/get"
 
 
 def operation(cid: str, method: str, path: str, op_id: str, summary: str = "", params=(), refs=()) -> Chunk:
@@ -31,6 +33,10 @@ CHUNKS = {
     LIST: operation(LIST, "GET", "/pets", "listPets", "List pets", [ParamNeed(name="limit", location="query")], [PET]),
     DELETE: operation(DELETE, "DELETE", "/pets/{petId}", "deletePet", "",
                       [ParamNeed(name="petId", location="path", required=True)]),
+    OTHER: Chunk(id=OTHER, file_id="shop", type=ChunkType.ENDPOINT, kind="operation", method="GET", path="/orders",
+                 operation_id="listOrders", text="GET /orders", embed_text="", search_text=""),
+    OTHER_2: Chunk(id=OTHER_2, file_id="shop", type=ChunkType.ENDPOINT, kind="operation", method="GET", path="/carts",
+                   operation_id="listCarts", text="GET /carts", embed_text="", search_text=""),
     PET: Chunk(id=PET, file_id="pets", type=ChunkType.COMPONENT, kind="schemas", name="Pet", text="Pet: object",
                embed_text="", search_text=""),
 }
@@ -86,3 +92,18 @@ def test_the_context_counts_and_shows_its_signatures():
     text = render_markdown(ctx)
     assert "## Also ranked" in text and "GET /pets  (listPets) — List pets [signature]" in text
     assert text.index("## Primary") < text.index("## Also ranked")
+
+
+def test_apis_stage_1_did_not_select_get_at_most_their_best_ranked_signatures():
+    tier = SignatureTier(lookup=DictLookup(), depth=10, token_limit=4000, other_api_limit=1)
+    ranked = [GET, LIST, OTHER, DELETE, OTHER_2]
+    assert [c.id for c in tier.signatures(ranked, expansion(GET), ["pets"])] == [LIST, OTHER, DELETE]  # the best one
+    assert [c.id for c in tier.signatures(ranked, expansion(GET), ["pets", "shop"])] == [LIST, OTHER, DELETE, OTHER_2]
+    assert [c.id for c in tier.signatures(ranked, expansion(GET))] == [LIST, OTHER, DELETE, OTHER_2]  # no selection
+    assert [c.id for c in SignatureTier(lookup=DictLookup(), other_api_limit=0).signatures(ranked, expansion(GET), ["pets"])] \
+        == [LIST, DELETE]
+    # a primary's API is in scope too: the top hit came from the fleet, its neighbours follow it
+    tier0 = SignatureTier(lookup=DictLookup(), other_api_limit=0)
+    assert [c.id for c in tier0.signatures(ranked, expansion(OTHER), ["pets"])] == [GET, LIST, DELETE, OTHER_2]
+    assert [c.id for c in SignatureTier(lookup=DictLookup()).signatures(ranked, expansion(GET), ["pets"])] \
+        == [LIST, OTHER, DELETE, OTHER_2]  # no limit

@@ -1,0 +1,82 @@
+"""docs/configuration.md's settings tables are the ones the fields of Settings make, and list every field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import Field
+
+from specrag import settings_reference as ref
+from specrag.settings import Settings
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+
+
+def doc_part() -> str:
+    return ref.generated_part(DOC.read_text(encoding="utf-8"))
+
+
+def rows(text: str) -> dict[str, list[str]]:
+    """Field name -> the cells of its row, from the generated tables."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            found[cells[1].strip("`")] = cells
+    return found
+
+
+def test_the_doc_is_current():
+    if doc_part() != ref.render():
+        pytest.fail(f"docs/configuration.md's settings tables are stale: run `{ref.COMMAND}`", pytrace=False)
+
+
+def test_every_field_is_listed_with_all_its_env_names_and_a_description():
+    listed = rows(doc_part())
+    assert sorted(listed) == sorted(Settings.model_fields)
+    for name, field in Settings.model_fields.items():
+        names = ref.env_names(name, field)
+        assert names and listed[name][0] == ", ".join(f"`{n}`" for n in names), name
+        assert field.description and listed[name][5], f"{name} has no description"
+    assert listed["llm_base_url"][0] == "`SPECRAG_LLM_BASE_URL`, `OPENAI_BASE_URL`"
+
+
+def test_each_section_has_fields_in_the_doc():
+    text = doc_part()
+    assert len(ref.SECTIONS) >= 8
+    for title, names in ref.SECTIONS.items():
+        assert names, title
+        body = text.split(f"### {title}\n", 1)[1].split("\n### ", 1)[0]
+        assert set(rows(body)) == set(names), title
+
+
+def test_a_row_shows_default_bounds_and_type():
+    listed = rows(ref.render())
+    assert listed["chroma_port"][2:5] == ["integer", "8000", "1-65535"]
+    assert listed["llm_timeout_s"][2:5] == ["number", "20", "> 0, <= 600"]
+    assert listed["embed_threads"][2:5] == ["integer or unset", "unset", "1-256"]
+    assert listed["embed_model"][4] == "not empty"
+    assert listed["selection_weights"][3] == "`[0.0, 0.25, 1.0]`"
+    assert listed["api_keys"][2] == "text (secret) or unset"
+    assert listed["otel_exporter"][4] == r"matches `^(none\|console\|otlp)$`"  # a pipe would split the cell
+
+
+def test_a_field_in_no_section_is_refused_by_name():
+    class More(Settings):
+        brand_new_knob: int = Field(1, description="new")
+
+    with pytest.raises(ValueError, match="brand_new_knob"):
+        ref.render(More)
+
+
+def test_write_replaces_only_the_part_between_the_markers(tmp_path, capsys):
+    doc = tmp_path / "configuration.md"
+    doc.write_text(f"# Prose\n\nabove\n\n{ref.BEGIN}\nold table\n{ref.END}\n\nbelow\n", encoding="utf-8")
+    assert ref.main(["--write", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert text.startswith("# Prose\n\nabove\n\n" + ref.BEGIN + "\n### Storage\n")
+    assert text.endswith(ref.END + "\n\nbelow\n") and "old table" not in text
+    assert ref.generated_part(text) == ref.render()
+    assert ref.main([]) == 0
+    assert capsys.readouterr().out == ref.render()

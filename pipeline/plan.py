@@ -33,7 +33,8 @@ from specrag.graph.models import DependencyEdge
 from specrag.specs.ids import operation_method
 from specrag.specs.models import Chunk
 from specrag.stages.names import owned_by_asker
-from specrag.stages.producers import FOLLOW_UP, for_the_asker, provides_reason, step_label
+from specrag.stages.producer_policy import NO_STRENGTH, ProducerFacts, best_producer, for_the_asker, producer_facts
+from specrag.stages.producers import FOLLOW_UP, provides_reason, step_label
 
 MIN_STEP_TOKENS = 300
 FROM_QUESTION = "from the question"
@@ -177,7 +178,7 @@ def _follows(reason: str, order: list[str]) -> bool:
 
 def bindings(chunk: Chunk, earlier: list[str], own: list[str] | None = None) -> list[ParamBinding]:
     """Each parameter's source: the latest earlier step that produces it (``own``: the words of
-    the asker's own things, :func:`~specrag.stages.producers.for_the_asker`), else the question."""
+    the asker's own things, :func:`~specrag.stages.producer_policy.for_the_asker`), else the question."""
     out = []
     for need in chunk.params:
         edge = _bound_by(chunk.producers, need.name, earlier, own=own)
@@ -210,15 +211,16 @@ def _with_producers(cid: str, ops: list[str], chunks: dict[str, Chunk], order: l
 def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
               chunks: dict[str, Chunk] | None = None, own: list[str] | None = None) -> DependencyEdge | None:
     """The producer of ``param`` among ``candidates`` (for the asker's own things, those
-    :func:`~specrag.stages.producers.for_the_asker` keeps): one that needs no id itself first
-    (when ``chunks`` tells), then the one that comes last (the nearest call before)."""
-    def key(edge: DependencyEdge) -> tuple:
-        needs = chunks is not None and edge.producer in chunks and any(p.id_like for p in chunks[edge.producer].params)
-        return (not needs, candidates.index(edge.producer))
-
+    :func:`~specrag.stages.producer_policy.for_the_asker` keeps), by the one producer policy
+    (:mod:`specrag.stages.producer_policy`) as plans use it: one that needs no id itself first
+    (when ``chunks`` tells; a producer they do not hold counts as needing none), then the one that
+    comes last (the nearest call before); the edge's strength is not weighed."""
     edges_of = (lambda cid: chunks[cid].producers if cid in chunks else []) if chunks is not None else None
     offered = for_the_asker([e for e in edges if e.param == param and e.producer in candidates], own, edges_of)
-    return max(offered, key=key) if offered else None
+    facts = None if chunks is None else {
+        e.producer: producer_facts(chunks[e.producer].params) if e.producer in chunks else ProducerFacts()
+        for e in offered}
+    return best_producer(offered, facts, self_sufficient_first=True, nearness=candidates, weights=NO_STRENGTH)
 
 
 def build_plan(engine, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> Plan:

@@ -9,7 +9,8 @@ One request runs as a short list of steps, each recorded in the response's trace
    with producer expansion, reference expansion); the first ``top_k_per_step`` operations and
    their references join the context.
 3. ``expand_producers`` (medium/high): every operation in the context whose id parameter no
-   other context operation produces gets its best producer (one that needs no id first); high
+   other context operation produces gets its best producer (one that needs no id first, then the
+   strongest edge: :mod:`specrag.stages.producer_policy`); high
    effort repeats this once for the producers added (chains).
 4. ``synthesize`` with an LLM: an answer citing ``[Source N]`` (N indexes ``results``).
 
@@ -32,7 +33,9 @@ from specrag.context import ContextChunk, KnowledgeContext, output_metadata
 from specrag.fallbacks import fallback_notice_scope
 from specrag.specs.models import decode_params, decode_producers
 from specrag.stages.names import owned_by_asker
-from specrag.stages.producers import for_the_asker, provides_reason, step_label
+from specrag.stages.producer_policy import (AGENTIC_LOOKED_AT, EDGE_STRENGTH, best_producer, for_the_asker,
+                                            producer_facts)
+from specrag.stages.producers import provides_reason, step_label
 from specrag.tokens import count_tokens
 
 PRODUCER_ROUNDS = {ReasoningEffort.LOW: 0, ReasoningEffort.MEDIUM: 1, ReasoningEffort.HIGH: 2}
@@ -166,16 +169,18 @@ class _Run:
 
     async def _best_producer(self, edges: list) -> str | None:
         """The strongest producer that needs no id itself, else the strongest (for the asker's
-        own things, among those :func:`~specrag.stages.producers.for_the_asker` keeps)."""
+        own things, among those :func:`~specrag.stages.producer_policy.for_the_asker` keeps):
+        the one producer policy (:mod:`specrag.stages.producer_policy`) as agentic retrieval uses
+        it, over the producers of the first ``AGENTIC_LOOKED_AT`` edges the store holds."""
         get_chunks = self.engine.references.lookup.get_chunks
         if self.owned is not None:  # the asker's own things: a producer's own producers may tell
-            known = await asyncio.to_thread(get_chunks, [e.producer for e in edges])
-            edges = for_the_asker(edges, self.owned, lambda cid: known[cid].producers if cid in known else [])
-            chunks = {e.producer: known[e.producer] for e in edges[:8] if e.producer in known}
+            chunks = await asyncio.to_thread(get_chunks, [e.producer for e in edges])
+            edges = for_the_asker(edges, self.owned, lambda cid: chunks[cid].producers if cid in chunks else [])
         else:
-            chunks = await asyncio.to_thread(get_chunks, [e.producer for e in edges[:8]])
-        free = [e for e in edges if e.producer in chunks and not any(p.id_like for p in chunks[e.producer].params)]
-        pick = max(free or [e for e in edges if e.producer in chunks], key=lambda e: e.score, default=None)
+            chunks = await asyncio.to_thread(get_chunks, [e.producer for e in edges[:AGENTIC_LOOKED_AT]])
+        facts = {cid: producer_facts(chunk.params) for cid, chunk in chunks.items()}
+        pick = best_producer(edges, facts, self_sufficient_first=True, weights=EDGE_STRENGTH,
+                             looked_at=AGENTIC_LOOKED_AT)
         return pick.producer if pick is not None else None
 
     async def _synthesize(self) -> str:

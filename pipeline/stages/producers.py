@@ -16,7 +16,8 @@ stored on the chunk at ingest). Each is scored from general signals, no word of 
 When the question asks for the asker's own things ("my playlists") and the id has a producer
 that names the caller (``GET /me``, ``GET /me/playlists``), only such producers count; without
 one, a list of the resource keyed by the id ``GET /me`` gives (``GET /users/{user_id}/playlists``)
-(:func:`for_the_asker`).
+(:func:`~specrag.stages.producer_policy.for_the_asker`). Which producer is best is the one
+policy of :mod:`specrag.stages.producer_policy`, with every signal weighed.
 
 The chosen producer is itself checked (chains: ``/search/collection`` -> ``/collection/{id}``
 -> ``/movie/{movie_id}/credits``), up to ``max_chain`` links.
@@ -53,10 +54,11 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from specrag.analysis import query_terms
 from specrag.nodes import Hit
-from specrag.specs.ids import operation_method, parse_operation_id
+from specrag.specs.ids import parse_operation_id
 from specrag.specs.models import decode_params, decode_producers
 from specrag.stages.hybrid_retriever import ranking
-from specrag.stages.names import named_spans, names_something, names_the_caller, owned_by_asker
+from specrag.stages.names import named_spans, names_something, owned_by_asker
+from specrag.stages.producer_policy import Weights, best_producer, for_the_asker, producer_facts
 from specrag.stages.query import SpecQuery, question_of
 from specrag.stages.results import ADDED_STEP
 
@@ -105,47 +107,6 @@ def step_label(chunk_id: str) -> str:
 def provides_reason(param: str, consumer_id: str) -> str:
     """The reason of a producer placed for a consumer's unbound id: "provides movie_id for GET /movie/{movie_id}"."""
     return f"provides {param} for {step_label(consumer_id)}"
-
-
-def for_the_asker(offered: list, owned: list[str] | None,
-                  edges_of: Callable[[str], list] | None = None) -> list:
-    """The producers to choose from. For the asker's own things (``owned``: the words a
-    first-person possessive governs, [] for the asker as beneficiary, which names no resource:
-    :func:`~specrag.stages.names.owned_by_asker`), among the
-    calls that name the caller (``GET /me``): the one whose record itself holds the id (``id``:
-    the caller), else the caller's own list of the resource the possessive names ("my
-    playlists": ``GET /me/playlists`` -> ``items[].id``). Without such a list, a list of that
-    resource that takes the caller's id (``edges_of``: a producer's own producer edges), two
-    calls away ("my playlist X": ``GET /me`` -> ``id`` -> ``GET /users/{user_id}/playlists`` ->
-    ``items[].id``); a call that makes one is no playlist of mine yet. Else, and without a
-    possessive, all offered: the graph also offers every list whose items carry some user's id,
-    and "my" means the caller, but "the track X to my library" is no track of mine."""
-    if owned is None:
-        return list(offered)
-    said = set(query_terms(" ".join(owned)))
-    caller = [e for e in offered if _names_caller(e.producer)]
-    record = [e for e in caller if _top_level(e.field)]
-    listed = [e for e in caller if _of_resource_said(e, said)]
-    if record or listed or edges_of is None:
-        return record or listed or list(offered)
-    keyed = [e for e in offered if "[]" in e.field and operation_method(e.producer) == "GET"
-             and _of_resource_said(e, said)
-             and any(_names_caller(x.producer) and _top_level(x.field) for x in edges_of(e.producer))]
-    return keyed or list(offered)
-
-
-def _top_level(field: str) -> bool:
-    return "." not in field and "[]" not in field
-
-
-def _of_resource_said(edge, said: set[str]) -> bool:
-    stems = set(query_terms(edge.resource.replace("_", " ")))
-    return bool(stems) and stems <= said
-
-
-def _names_caller(chunk_id: str) -> bool:
-    op = parse_operation_id(chunk_id)
-    return op is not None and names_the_caller(op[1])
 
 
 class ProducerExpander(BaseNodePostprocessor):
@@ -398,22 +359,15 @@ class _Placement:
         return {**self.cfg.fetch([i for i in ids if i not in present]), **{i: present[i] for i in ids if i in present}}
 
     def _choose(self, offered) -> NodeWithScore | None:
+        """The best producer by the one policy (:mod:`specrag.stages.producer_policy`), among those
+        with a hit: every signal weighed (the expander's weights), none of them first."""
         hits = self._hits([e.producer for e in offered])
-        scored = []
-        for order, edge in enumerate(offered):
-            hit = hits.get(edge.producer)
-            if hit is not None:
-                scored.append((-self._score(edge, hit), order, hit))
-        return min(scored, key=lambda s: s[:2])[2] if scored else None
-
-    def _score(self, edge, hit: NodeWithScore) -> float:
-        params = _params(hit)
-        needs_id = any(p.id_like for p in params)
-        takes_text = any(p.text and p.location == "query" for p in params)
-        reads = str(hit.node.metadata.get("method", "GET")).upper() == "GET"
-        fits = takes_text if self.names else (not params and reads)  # a list: a GET that takes nothing
-        return (edge.score + self.cfg.self_sufficient_weight * (not needs_id) + self.cfg.lookup_weight * fits
-                + self.cfg.relevance_weight * self._relevance(edge.producer))
+        facts = {cid: producer_facts(_params(hit), hit.node.metadata.get("method", "GET"), self.names,
+                                     self._relevance(cid)) for cid, hit in hits.items()}
+        weights = Weights(edge=1.0, self_sufficient=self.cfg.self_sufficient_weight, fit=self.cfg.lookup_weight,
+                          relevance=self.cfg.relevance_weight)
+        edge = best_producer(offered, facts, weights=weights)
+        return hits[edge.producer] if edge is not None else None
 
     def _relevance(self, chunk_id: str) -> float:
         rank = self._ranks(chunk_id.split(":", 1)[0]).get(chunk_id)

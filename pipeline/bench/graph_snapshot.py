@@ -2,7 +2,7 @@
 code kept its output: per API, a digest of its stored graph (operations, edges, resources),
 of what its operation chunks carry (params, producers, produces) and of a plan per operation.
 
-``python -m specrag.graph.snapshot CORPUS OUT.json`` writes one; ``--compare OLD.json`` also
+``python -m specrag.bench.graph_snapshot CORPUS OUT.json`` writes one; ``--compare OLD.json`` also
 says which APIs differ (exit 1 when any does).
 """
 
@@ -65,7 +65,7 @@ def snapshot(apis: list[ApiChunks]) -> GraphSnapshot:
 def main(argv: list[str] | None = None) -> int:
     from specrag.specs.ingest import ingest_paths
 
-    parser = argparse.ArgumentParser(prog="python -m specrag.graph.snapshot", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m specrag.bench.graph_snapshot", description=__doc__)
     parser.add_argument("corpus", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--compare", type=Path, help="an earlier snapshot to compare with")

@@ -22,8 +22,8 @@ from typing import Iterator
 
 from pydantic import BaseModel, Field
 
+from specrag.bench.hot_reindex import HotReindex, ReindexReport, probe, reindex
 from specrag.errors import SpecragError
-from specrag.serve.hot_reindex import HotReindex, ReindexReport, probe, reindex
 
 READY_TIMEOUT_S = 300
 

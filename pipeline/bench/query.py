@@ -1,19 +1,17 @@
-"""``specrag bench``: build time, embedding throughput, re-index after one spec changed, warm
-query latency, serving memory and disk.
+"""``specrag bench``'s runs: build time, embedding throughput, re-index after one spec changed,
+warm query latency, serving memory and disk (the command itself: ``specrag.cli.bench``).
 
 The build runs here, by default on a private copy of the corpus into a fresh temporary folder,
 so build time and chunks/s are real and one spec can be edited; the re-index
-(``specrag.bench_reindex``) and serving (``specrag.bench_serve``) run in child processes so
+(``specrag.bench.reindex``) and serving (``specrag.bench.serve``) run in child processes so
 their peak RSS is their own. Serving runs twice: our pipeline alone (latency, memory), then
 interleaved per query with a plain LlamaIndex ``VectorStoreIndex`` top-k over the same Chroma
 collection, so the ratio compares like with like. ``--scaling`` repeats it at several fleet
-sizes (bench_scaling.py).
+sizes (``scaling.py``).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import subprocess
 import sys
@@ -22,10 +20,10 @@ import time
 from importlib.util import find_spec
 from pathlib import Path
 
-from specrag.bench_fleet import copy_corpus, disk_mb, edit_one_spec
-from specrag.bench_reindex import ReindexRequest, ReindexResult
-from specrag.bench_report import BenchReport, Latency, Machine, Reindex, chunk_count, format_bench, ratio
-from specrag.bench_serve import ServeRequest, ServeResult, peak_rss_mb
+from specrag.bench.fleet import copy_corpus, disk_mb, edit_one_spec
+from specrag.bench.reindex import ReindexRequest, ReindexResult
+from specrag.bench.report import BenchReport, Latency, Machine, Reindex, chunk_count, ratio
+from specrag.bench.serve import ServeRequest, ServeResult, peak_rss_mb
 from specrag.errors import SpecragError
 from specrag.settings import Settings
 
@@ -107,7 +105,7 @@ def _reindex(settings: Settings, local: Settings, paths: list[Path]) -> Reindex:
     spec = edit_one_spec(paths, load_catalog(local.catalogs_path).ids())
     request = ReindexRequest(settings=settings.model_dump(mode="json"), paths=[str(p) for p in paths])
     started = time.perf_counter()
-    result = ReindexResult.model_validate_json(_child("specrag.bench_reindex", request.model_dump_json()))
+    result = ReindexResult.model_validate_json(_child("specrag.bench.reindex", request.model_dump_json()))
     return Reindex(**result.model_dump(), spec=str(spec), wall_seconds=round(time.perf_counter() - started, 2))
 
 
@@ -115,7 +113,7 @@ def _serve(settings: Settings, queries: list[str], repeats: int, warmup: bool, p
            baseline: bool = True) -> ServeResult:
     request = ServeRequest(settings=settings.model_dump(mode="json"), queries=queries, repeats=repeats,
                            warmup=warmup, baseline=baseline)
-    return ServeResult.model_validate_json(_child("specrag.bench_serve", request.model_dump_json(), progress))
+    return ServeResult.model_validate_json(_child("specrag.bench.serve", request.model_dump_json(), progress))
 
 
 def _child(module: str, stdin: str, progress: bool = False) -> str:
@@ -129,47 +127,3 @@ def _child(module: str, stdin: str, progress: bool = False) -> str:
         sys.stderr.write(proc.stderr)  # its warnings (e.g. a model that failed to load) still reach the user
     return lines[-1]
 
-
-def add_bench_parser(sub: argparse._SubParsersAction, common) -> None:
-    p = sub.add_parser("bench", help="time build, re-index, queries, memory and disk; compare with a plain "
-                       "VectorStoreIndex; --scaling at several fleet sizes")
-    p.add_argument("--corpus", nargs="+", type=Path, required=True, help="spec files or folders to index")
-    p.add_argument("--queries", nargs="+", type=Path, default=[DEFAULT_QUERIES], help="query sets (JSONL)")
-    p.add_argument("--reuse", action="store_true", help="update the corpus's own index instead of a fresh build")
-    p.add_argument("--keep", action="store_true", help="keep the fresh build's temporary folder")
-    p.add_argument("--repeats", type=int, default=1, help="timed passes over the queries (default 1)")
-    p.add_argument("--scaling", action="store_true", help="the same measures at several fleet sizes, as a table")
-    p.add_argument("--sizes", default="100,300,all,4x",
-                   help="scaling points: spec counts, 'all', and 'Nx' (N renamed copies of every spec)")
-    p.add_argument("--plot", type=Path, default=None, help="scaling: write a PNG of the curves (needs matplotlib)")
-    common(p)
-    p.set_defaults(handler=cmd_bench)
-
-
-def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.evals.querysets import load_query_sets
-
-    from specrag.cli.output import print_json, show_progress
-
-    if args.repeats < 1:
-        raise BenchError("--repeats must be at least 1")
-    queries = [q.query for q in load_query_sets(args.queries)]
-    if args.scaling:
-        from specrag.bench_scaling import format_scaling, plot_scaling, run_scaling
-
-        points = run_scaling(settings, args.corpus, queries, args.sizes.split(","), run_bench=run_bench,
-                             repeats=args.repeats, progress=not args.json)
-        if args.json:
-            print(json.dumps([pt.model_dump(mode="json") for pt in points], indent=2))
-        else:
-            print(format_scaling(points))
-        if args.plot is not None:
-            print(plot_scaling(points, args.plot), file=sys.stderr)
-        return 0
-    report = run_bench(settings, args.corpus, queries, fresh=not args.reuse, repeats=args.repeats,
-                       progress=show_progress(args), keep=args.keep)
-    if args.json:
-        print_json(report, indent=2)
-    else:
-        print(format_bench(report))
-    return 0

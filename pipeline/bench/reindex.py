@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from specrag.bench_serve import peak_rss_mb
+from specrag.bench.serve import peak_rss_mb
 from specrag.settings import Settings
 
 

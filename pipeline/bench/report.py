@@ -8,8 +8,8 @@ import platform
 import numpy as np
 from pydantic import BaseModel, Field
 
-from specrag.bench_reindex import ReindexResult
-from specrag.bench_serve import BASELINE_TOP_K, STAGES
+from specrag.bench.reindex import ReindexResult
+from specrag.bench.serve import BASELINE_TOP_K, STAGES
 
 TARGET_P95_MS, TARGET_BUILD_S, TARGET_REINDEX_S = 50.0, 6 * 60.0, 5.0
 

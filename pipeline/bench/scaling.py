@@ -15,8 +15,8 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from specrag.bench_fleet import sample, spec_files, write_fleet
-from specrag.bench_report import BenchReport
+from specrag.bench.fleet import sample, spec_files, write_fleet
+from specrag.bench.report import BenchReport
 from specrag.errors import SpecragError
 from specrag.settings import Settings
 
@@ -38,7 +38,7 @@ class ScalePoint(BaseModel):
 
 def run_scaling(settings: Settings, corpus: list[Path], queries: list[str], sizes: list[str], *,
                 run_bench: Callable[..., BenchReport], repeats: int = 1, progress: bool = True) -> list[ScalePoint]:
-    """``run_bench``: specrag.bench's, passed in (that module's command calls this one)."""
+    """``run_bench``: specrag.bench.query's, passed in (``specrag bench --scaling`` calls this one)."""
     specs = spec_files(corpus)
     points = []
     for label in (s.strip() for s in sizes if s.strip()):

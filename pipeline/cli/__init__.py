@@ -14,8 +14,8 @@ import gc
 import logging
 import sys
 
-from specrag.cli import evaluate, graph, ingest, query, serve
-from specrag.cli.common import CommandParser, add_common, build_settings
+from specrag.cli import bench, evaluate, graph, ingest, query, serve
+from specrag.cli.common import CommandParser, build_settings
 from specrag.cli.output import cli_logging, reader_gone, safe_streams
 from specrag.errors import SpecragError
 
@@ -23,16 +23,14 @@ EXIT_USER_ERROR, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
 
 
 def parser() -> argparse.ArgumentParser:
-    from specrag.bench import add_bench_parser
     from specrag.versions import package_versions
 
     root = argparse.ArgumentParser(prog="specrag", description=__doc__.splitlines()[0])
     version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")
     root.add_argument("--version", action="version", version=f"specrag {version}")
     sub = root.add_subparsers(dest="command", required=True, parser_class=CommandParser)
-    for module in (ingest, query, graph, evaluate, serve):
+    for module in (ingest, query, graph, evaluate, serve, bench):
         module.add_parsers(sub)
-    add_bench_parser(sub, add_common)
     return root
 
 

@@ -214,8 +214,8 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     import tempfile
     from contextlib import ExitStack
 
-    from specrag.serve.hot_reindex import HotReindex, prepare
-    from specrag.serve.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
+    from specrag.bench.hot_reindex import HotReindex, prepare
+    from specrag.bench.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
     from specrag.workspace import corpus_key
 
     if importlib.util.find_spec("aiohttp") is None:

@@ -9,17 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from specrag.bench.query import BenchError, _serve, run_bench
+from specrag.bench.report import BenchReport, Latency, format_bench
+from specrag.bench.serve import ServeRequest, serve
+from specrag.cli.bench import add_parsers, cmd_bench
 from specrag.evals.querysets import load_query_set
-from specrag.bench import BenchError, Latency, _serve, add_bench_parser, cmd_bench, format_bench, run_bench
-from specrag.bench_serve import ServeRequest, serve
 from specrag.index import embeddings
 from specrag.settings import Settings
 from specrag.specs.ingest import ingest_paths
 from specrag.workspace import corpus_settings, update_index
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEMO = [REPO / "examples" / "specs"]
-MODEL_DIR = Path(__file__).resolve().parents[2] / "shared" / "models" / "all-MiniLM-L6-v2-onnx"
+MODEL_DIR = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx"
 QUERIES = [q.query for q in load_query_set(REPO / "evals" / "sets" / "demo.jsonl")]
 
 
@@ -105,11 +107,7 @@ def test_latency_percentiles_exact():
 def _cli(argv: list[str]) -> argparse.Namespace:
     root = argparse.ArgumentParser()
     sub = root.add_subparsers(dest="command")
-
-    def common(p):
-        p.add_argument("--json", action="store_true")
-
-    add_bench_parser(sub, common)
+    add_parsers(sub)
     return root.parse_args(argv)
 
 
@@ -130,8 +128,6 @@ def test_cli_lexical_reuse_reports_baseline_unavailable(tmp_path, capsys):
     assert not first["fresh_build"] and first["latency_ms"]["wall"]["n"] == 1
     assert (corpus_settings(settings, DEMO).data_dir / "manifest.json").is_file()  # the corpus's own index
     assert second["chunks"] == first["chunks"] and second["chunks_embedded"] == 0
-    from specrag.bench import BenchReport
-
     text = format_bench(BenchReport.model_validate(second))
     assert "not run: lexical mode" in text and "--reuse" in text and "n/a chunks/s" in text
 

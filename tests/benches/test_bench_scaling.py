@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from specrag.bench_fleet import sample, spec_files, write_fleet
-from specrag.bench import run_bench
-from specrag.bench_scaling import format_scaling, plot_scaling, run_scaling
+from specrag.bench.fleet import sample, spec_files, write_fleet
+from specrag.bench.query import run_bench
+from specrag.bench.scaling import format_scaling, plot_scaling, run_scaling
 from specrag.errors import SpecragError
 from specrag.settings import Settings
 from specrag.specs.ingest import ingest_paths
 
-DEMO = [Path(__file__).resolve().parent.parent / "examples" / "specs"]
+DEMO = [Path(__file__).resolve().parents[2] / "examples" / "specs"]
 
 
 def test_copies_are_renamed_apis(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specrag.bench_fleet import edit_one_spec
+from specrag.bench.fleet import edit_one_spec
 
 from .fleet import MODEL_DIR
 

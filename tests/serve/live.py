@@ -7,7 +7,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from specrag.serve.loadtest import free_port
+from specrag.bench.loadtest import free_port
 
 __all__ = ["DEMO_SPECS", "LOCAL_MODEL", "ROOT", "free_port", "running_uvicorn"]
 

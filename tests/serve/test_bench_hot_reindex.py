@@ -14,7 +14,7 @@ from .tenants import SPECS
 
 
 def test_prepare_copies_and_change_spec_edits_one_summary(tmp_path):
-    from specrag.serve.hot_reindex import change_spec, prepare
+    from specrag.bench.hot_reindex import change_spec, prepare
 
     copy, smallest = prepare(SPECS, tmp_path, None)
     assert copy != SPECS and smallest.parent == copy
@@ -33,7 +33,7 @@ def test_prepare_copies_and_change_spec_edits_one_summary(tmp_path):
 
 @pytest.mark.anyio
 async def test_the_probe_sees_no_change_in_an_unchanged_index(app, kb_id, tmp_path):
-    from specrag.serve.hot_reindex import HotReindex, ReindexReport, probe
+    from specrag.bench.hot_reindex import HotReindex, ReindexReport, probe
 
     hot = HotReindex(corpus=SPECS, spec=SPECS / "users_api.yaml", data_dir=tmp_path, at_s=0)
     report = ReindexReport(spec="users_api.yaml", operation="", started_s=0)

@@ -51,7 +51,7 @@ class TestRealUvicorn:
     def test_the_load_generator_times_real_requests_and_counts_failures(self, base_url, kb_id):
         import asyncio
 
-        from specrag.serve.loadtest import LoadSpec, run_load
+        from specrag.bench.loadtest import LoadSpec, run_load
 
         spec = LoadSpec(url=base_url, kb_id=kb_id, queries=["list pets", "create a user"], clients=2, duration_s=1.0,
                         warmup_s=0.2, mode="hybrid", top_k=3)

@@ -84,7 +84,7 @@ def test_the_wheel_holds_one_package_with_its_prompts_and_every_module(wheel):
 
 
 def test_the_installed_package_is_the_wheels(venv, tmp_path):
-    code = ("import specrag, specrag.cli; from specrag.bench import DEFAULT_QUERIES; "
+    code = ("import specrag, specrag.cli; from specrag.bench.query import DEFAULT_QUERIES; "
             "print(DEFAULT_QUERIES.is_file()); print(specrag.__file__)")
     proc = run_in(venv, ["python", "-c", code], tmp_path)
     assert proc.returncode == 0, proc.stderr

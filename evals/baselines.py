@@ -54,8 +54,9 @@ _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class Baseline(Protocol):
     name: str
 
-    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
-        """Chunk ids, best first (at most ``DEPTH``)."""
+    def rank(self, query: str, gold_apis: list[str], depth: int = DEPTH) -> list[str]:
+        """Chunk ids, best first (at most ``depth``: the ranking metrics read the first ``DEPTH``,
+        the context's signatures as deep as the engine's)."""
 
 
 class BaselineScores(ContextScores, RankingScores):
@@ -85,6 +86,11 @@ class ContextAssembler:
     def from_engine(cls, engine) -> "ContextAssembler":
         """The engine's own expander (``engine.references``), primary cap and signature tier."""
         return cls(engine.references, engine.settings.context_primaries, signatures=engine.signatures)
+
+    @property
+    def depth(self) -> int:
+        """How deep a ranking this assembler reads: the signature tier's depth, at least ``DEPTH``."""
+        return max(DEPTH, self.signatures.depth if self.signatures is not None else 0)
 
     def assemble(self, query: str, ranked_ids: list[str]) -> KnowledgeContext:
         top = list(dict.fromkeys(ranked_ids))[: self.max_primary]
@@ -130,13 +136,13 @@ class FlatBaseline:
             vectors = _cached_vectors(store.embedder, docs, Path(cache_dir))
         return cls(ids, bm25, vectors, store.embed_query)
 
-    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
+    def rank(self, query: str, gold_apis: list[str], depth: int = DEPTH) -> list[str]:
         rankings = [(self._lexical(query), 1.0)]
         if self.vectors is not None:
             embedding = np.asarray(self.embed_query(query), dtype=np.float32)
             sims = self.vectors @ (embedding / max(float(np.linalg.norm(embedding)), 1e-9))
             rankings.append(([self.ids[i] for i in np.argsort(-sims, kind="stable")[:CANDIDATES]], 1.0))
-        return [i for i, _ in weighted_rrf(rankings, 60)[:DEPTH]]
+        return [i for i, _ in weighted_rrf(rankings, 60)[:depth]]
 
     def _lexical(self, query: str) -> list[str]:
         tokens = _tokens([query])
@@ -155,8 +161,9 @@ class ChunkFlatBaseline:
     def __init__(self, index: SearchIndex, rrf_k: int = 60):
         self.retriever = HybridRetriever(index, top_k=DEPTH, rrf_k=rrf_k, vector_weight=1.0, bm25_weight=1.0)
 
-    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
-        hits = self.retriever.retrieve(SpecQuery(query_str=query, types=["endpoint"], top_k=DEPTH, hydrate=False))
+    def rank(self, query: str, gold_apis: list[str], depth: int = DEPTH) -> list[str]:
+        hits = self.retriever.retrieve(SpecQuery(query_str=query, types=["endpoint"], top_k=DEPTH,
+                                                 further=max(0, depth - DEPTH), hydrate=False))
         return [h.node.node_id for h in hits]
 
 
@@ -166,8 +173,8 @@ class OracleBm25Baseline:
     def __init__(self, index: SearchIndex):
         self.index = index
 
-    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
-        hits = self.index.lexical_search(query, list(gold_apis), ["endpoint"], DEPTH, hydrate=False)
+    def rank(self, query: str, gold_apis: list[str], depth: int = DEPTH) -> list[str]:
+        hits = self.index.lexical_search(query, list(gold_apis), ["endpoint"], depth, hydrate=False)
         return [h.node.node_id for h in hits]
 
 

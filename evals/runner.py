@@ -23,7 +23,7 @@ from specrag.specs.models import Chunk
 from specrag.versions import package_versions
 
 from specrag.evals import metrics as m
-from specrag.evals.baselines import Baseline, BaselineScores, ContextAssembler
+from specrag.evals.baselines import DEPTH, Baseline, BaselineScores, ContextAssembler
 from specrag.evals.querysets import EvalQuery
 from specrag.evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, write_run
 
@@ -63,7 +63,9 @@ def run_eval(queries: list[EvalQuery], engine: ContextSource, lookup: ChunkLooku
     results, prompts = [], set()
     for query in tqdm(queries, desc=f"eval ({setting.value})", unit="query", disable=not progress):
         result, seen = _run_one(query, engine, lookup, setting)
-        result.baselines = {b.name: baseline_scores(b.rank(query.query, list(query.apis)), query, contexts, lookup)
+        depth = contexts.depth if contexts is not None else DEPTH
+        result.baselines = {b.name: baseline_scores(b.rank(query.query, list(query.apis), depth), query, contexts,
+                                                  lookup)
                             for b in baselines}
         results.append(result)
         prompts |= seen
@@ -145,10 +147,10 @@ def baseline_scores(ranked_ids: list[str], query: EvalQuery, contexts: ContextAs
     """A baseline's ranking scores; with ``contexts``, also the scores of the context its ranking
     gives through the engine's reference expansion (closures read through ``lookup``, by default
     the assembler's)."""
-    gold, ranking = query.gold_keys(), m.ranked_endpoints(ranked_ids)
+    gold, ranking = query.gold_keys(), m.ranked_endpoints(ranked_ids[:DEPTH])
     scores = BaselineScores(recall_at_5=m.recall_at_k(ranking, gold, 5), recall_at_10=m.recall_at_k(ranking, gold, 10),
                             all_found_at_10=m.all_found_at_k(ranking, gold, 10), mrr=m.reciprocal_rank(ranking, gold),
-                            ndcg_at_10=m.ndcg_at_k(ranking, gold, 10), ranking=list(ranked_ids))
+                            ndcg_at_10=m.ndcg_at_k(ranking, gold, 10), ranking=list(ranked_ids[:DEPTH]))
     if contexts is None:
         return scores
     ctx = contexts.assemble(query.query, ranked_ids)
@@ -271,3 +273,4 @@ def _jsonable(value: Any) -> bool:
 
 def _versions() -> dict[str, str]:
     return {"python": platform.python_version(), **package_versions(_VERSIONED)}
+

@@ -70,8 +70,9 @@ class ApiQueryEngine(CustomQueryEngine):
     _search: SearchStage = PrivateAttr()
 
     def model_post_init(self, __context: Any) -> None:
-        depth = max(RANKING_DEPTH, self.settings.max_primary_results, self.settings.context_signature_depth)
+        depth = max(RANKING_DEPTH, self.settings.max_primary_results)
         self._search = SearchStage(self.retriever, self.steps, depth=depth,
+                                   further_depth=self.settings.context_signature_depth,
                                    query_analysis=self.settings.enable_query_analysis)
 
     def _get_prompt_modules(self) -> PromptMixinType:
@@ -154,7 +155,8 @@ class ApiQueryEngine(CustomQueryEngine):
         refs = self._done(nodes.expansion, "refs")
         t = time.perf_counter()
         stats = retrieval_stats(warnings, selection, expansion, search, refs)
-        signatures = (self.signatures.signatures([n.node.node_id for n in search.nodes], refs, selection.selected_apis)
+        ranked = [n.node.node_id for n in search.nodes] + search.further
+        signatures = (self.signatures.signatures(ranked, refs, selection.selected_apis)
                       if self.signatures is not None else [])
         ctx = KnowledgeContext.assemble(query, refs, signatures, stats)
         stats.timings_ms["assemble"] = elapsed_ms(t)

@@ -132,10 +132,10 @@ class HybridRetriever(BaseRetriever):
         if query.file_ids is not None and not query.file_ids:
             return []
         top_k = query.top_k or self.top_k
-        depth = max(self.candidates, 3 * top_k)
+        depth = max(self.candidates, 3 * top_k)  # not widened by ``further``: the first top_k stay as they are
         if query.prefer_file_ids and query.file_ids is None:
-            return self._soft(query, depth)[:top_k]
-        return self._hybrid(query, query.query_str, query.file_ids, depth)[:top_k]
+            return self._soft(query, depth)[:top_k + query.further]
+        return self._hybrid(query, query.query_str, query.file_ids, depth)[:top_k + query.further]
 
     def _soft(self, query: SpecQuery, depth: int) -> Sequence[Hit]:
         """The preferred APIs' ranking merged with the whole index's, whose hits of preferred APIs are

@@ -31,6 +31,7 @@ class SpecQuery(QueryBundle):
     types: Optional[list[str]] = None  # chunk types: endpoint, component, errors; None: all
     methods: Optional[list[str]] = None  # HTTP methods (GET, POST...) of operation/errors chunks; None: all chunks
     top_k: Optional[int] = None  # None: the retriever's default
+    further: int = 0  # hits past top_k also returned (the context's signatures); the fusion reads as deep as for top_k
     hydrate: bool = True  # False: id/API/type stubs, enough to rank (cheap)
     mode: Optional[SearchMode] = None  # keyword (BM25), vector, or None/hybrid (both, fused)
 

@@ -110,6 +110,8 @@ class SearchResult(StageResult):
     search_mode: str = Field("hybrid", description="hybrid, or lexical when no embedding model is loaded")
     nodes: list[NodeWithScore] = Field(default_factory=list, exclude=True, description="ranked, hydrated")
     ranking: list[str] = Field(default_factory=list, description="chunk ids of ``nodes``, best first")
+    further: list[str] = Field(default_factory=list, description="chunk ids ranked past ``nodes`` (the search's "
+                                                                  "next hits, for the context's signatures), best first")
     intent: str | None = Field(None, description="endpoint, schema or errors when query analysis set a type filter")
     type_filter_relaxed: bool = False
     added_steps: list[AddedStep] = Field(default_factory=list)

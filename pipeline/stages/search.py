@@ -27,17 +27,21 @@ MIN_TYPED_RESULTS = 3
 
 class SearchStage:
     def __init__(self, retriever: BaseRetriever, steps: list[BaseNodePostprocessor] = (), *,
-                 depth: int = RANKING_DEPTH, query_analysis: bool = True, min_typed_results: int = MIN_TYPED_RESULTS):
+                 depth: int = RANKING_DEPTH, further_depth: int = 0, query_analysis: bool = True,
+                 min_typed_results: int = MIN_TYPED_RESULTS):
         self.retriever = retriever
         self.steps = list(steps)
         self.depth = depth
+        self.further_depth = further_depth  # the search's hits past ``depth`` kept as ``further`` (for signatures)
         self.query_analysis = query_analysis
         self.min_typed_results = min_typed_results
 
     def search(self, query: str, expansion: QueryExpansion, selection: ApiSelection) -> SearchResult:
         """Rank chunks for the user's ``query`` and its expansion: the selected APIs first (fused
         with the whole index, as firmly as stage 1 is sure of its order), or only those APIs when
-        the caller named them."""
+        the caller named them. The steps reorder the first ``depth`` hits; the search's hits past
+        them, to ``further_depth``, are kept aside as ``further``, so a deeper context never
+        changes the ranking."""
         start = time.perf_counter()
         apis, only = selection.selected_apis, selection.mode is StageMode.GIVEN
         result = SearchResult(search_mode=getattr(self.retriever, "search_mode", "hybrid"))
@@ -46,7 +50,8 @@ class SearchStage:
         spec_query = SpecQuery(query_str=expansion.expanded_query, custom_embedding_strs=[query],
                                file_ids=list(apis) if only and apis else None,
                                prefer_file_ids=list(apis) if apis and not only else None,
-                               prefer_lead=selection.lead, top_k=self.depth)
+                               prefer_lead=selection.lead, top_k=self.depth,
+                               further=max(0, self.further_depth - self.depth))
         if self.query_analysis:
             intent = classify(query)
             result.intent = intent.value
@@ -56,10 +61,13 @@ class SearchStage:
             result.type_filter_relaxed = True
             spec_query = spec_query.narrowed(types=None)
             nodes = self.retriever.retrieve(spec_query)
+        nodes, further = nodes[: self.depth], nodes[self.depth:]
         if apis:  # steps complete a selected API's calls; a fleet-wide hit list has no one API
+            ranked_query = spec_query.narrowed(further=0)
             for step in self.steps:
-                nodes = step.postprocess_nodes(nodes, query_bundle=spec_query)
+                nodes = step.postprocess_nodes(nodes, query_bundle=ranked_query)
         result.nodes, result.ranking = nodes, [n.node.node_id for n in nodes]
+        result.further = [i for i in dict.fromkeys(n.node.node_id for n in further) if i not in set(result.ranking)]
         result.added_steps = [AddedStep(chunk_id=n.node.node_id, reason=str(n.node.metadata[ADDED_STEP]))
                               for n in nodes if ADDED_STEP in n.node.metadata]
         result.ms = elapsed_ms(start)

@@ -129,3 +129,18 @@ def test_stage_one_lead_reaches_every_stage_three_query(demo_engine, recorder):
               and isinstance(e.str_or_query_bundle, SpecQuery) and e.str_or_query_bundle.prefer_file_ids]
     assert selection.lead is not None and stage3  # how sure stage 1 is of its order
     assert all(q.prefer_lead == selection.lead for q in stage3)
+
+
+def test_a_deeper_signature_tier_reads_past_the_ranking_without_changing_it(demo_index):
+    from specrag.factory import build_engine
+
+    local, store = demo_index
+    shallow = build_engine(local.model_copy(update={"context_signature_depth": 3}), store)
+    deep = build_engine(local.model_copy(update={"context_signature_depth": 20}), store)
+    question = "How do I create a user?"
+    a, b = shallow.retrieve_context(question), deep.retrieve_context(question)
+    assert a.retrieval_stats.ranking == b.retrieval_stats.ranking  # the steps and the metrics see the same top 10
+    assert len(a.retrieval_stats.ranking) == 10
+    deeper = [c.id for c in b.signature_chunks if c.id not in a.retrieval_stats.ranking]
+    assert deeper, "the search's hits past the ranking reach the context as signatures"
+    assert len(b.signature_chunks) > len(a.signature_chunks)

@@ -115,8 +115,8 @@ class FixedBaseline:
     def __init__(self, rankings: dict[str, list[str]]):
         self.rankings = rankings
 
-    def rank(self, query: str, gold_apis: list[str]) -> list[str]:
-        return self.rankings[query]
+    def rank(self, query: str, gold_apis: list[str], depth: int = 10) -> list[str]:
+        return self.rankings[query][:depth]
 
 
 def _ten_token_lookup():

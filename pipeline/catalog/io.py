@@ -1,9 +1,11 @@
-"""Catalog files: ``catalog.json`` and ``indexes/{file_id}.json``.
+"""Catalog files: ``catalog.json``, ``indexes/{file_id}.json`` and ``graphs/{file_id}.json``.
 
 Output is deterministic (sorted keys and lists), and a file is written only when its bytes
 change, so regenerating after one spec changed rewrites only that API's index and the catalog.
 ``catalog.state.json`` remembers each API's entry, spec hash and index file hash, so an index
 run that did not re-read a spec reuses its entry instead of rebuilding it from its chunks.
+A served index reads them from its generation's snapshot (snapshot.py), the ``load_*`` functions
+taking either: the folder is the builder's working copy.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field
 from specrag.atomic import write_atomic
 from specrag.catalog.build import api_index, catalog_entry
 from specrag.catalog.models import ApiIndex, Catalog, CatalogEntry
+from specrag.catalog.snapshot import CatalogSnapshot
 from specrag.errors import IndexDamagedError, IndexNotBuiltError
 from specrag.graph.models import ApiGraph
 from specrag.specs.models import ApiChunks, ApiInfo, Chunk, RefStats
@@ -109,6 +112,15 @@ def write_catalogs(apis: list[ApiChunks], catalog_dir: Path, kept: dict[str, Api
     return report
 
 
+def served_files(catalog_dir: Path) -> list[tuple[str, Path]]:
+    """(name, path) of the files a served index reads (catalog, indexes, graphs), sorted: what a
+    generation's snapshot holds; [] without a catalog."""
+    if not (catalog_dir / CATALOG_FILE).is_file():
+        return []
+    return [(CATALOG_FILE, catalog_dir / CATALOG_FILE)] + [
+        (f"{folder}/{p.name}", p) for folder in (INDEX_DIR, GRAPH_DIR) for p in sorted((catalog_dir / folder).glob("*.json"))]
+
+
 def _write_api(api: ApiChunks, files: RenderedApi, catalog_dir: Path, report: CatalogWriteReport) -> _ApiCatalogState:
     _write_if_changed(catalog_dir / INDEX_DIR / f"{api.api.file_id}.json", files.index, report)
     if files.graph is not None:
@@ -132,35 +144,44 @@ def _sha256_of(path: Path) -> str:
         return ""
 
 
-def load_catalog(catalog_dir: Path) -> Catalog:
-    path = catalog_dir / CATALOG_FILE
-    if not path.exists():
-        raise IndexNotBuiltError(f"no catalog at {path}; run `specrag index PATH...` (or `specrag ingest`) first")
-    try:
-        return Catalog.model_validate_json(path.read_bytes())
-    except ValueError as exc:
-        raise IndexDamagedError(f"{path} is truncated or invalid; run `specrag index` on the same specs "
-                                "to repair it") from exc
+CatalogSource = Path | CatalogSnapshot  # a catalogs folder, or one generation's snapshot (snapshot.py)
 
 
-def load_api_index(catalog_dir: Path, file_id: str) -> ApiIndex | None:
-    return _load_optional(catalog_dir / INDEX_DIR / f"{file_id}.json", ApiIndex)
+def load_catalog(catalogs: CatalogSource) -> Catalog:
+    catalog = _load_optional(catalogs, CATALOG_FILE, Catalog)
+    if catalog is None:
+        raise IndexNotBuiltError(f"no catalog at {_where(catalogs, CATALOG_FILE)}; run `specrag index PATH...` "
+                                 "(or `specrag ingest`) first")
+    return catalog
 
 
-def load_api_graph(catalog_dir: Path, file_id: str) -> ApiGraph | None:
+def load_api_index(catalogs: CatalogSource, file_id: str) -> ApiIndex | None:
+    return _load_optional(catalogs, f"{INDEX_DIR}/{file_id}.json", ApiIndex)
+
+
+def load_api_graph(catalogs: CatalogSource, file_id: str) -> ApiGraph | None:
     """The API's dependency graph; None when the index predates graphs or the API has none."""
-    return _load_optional(catalog_dir / GRAPH_DIR / f"{file_id}.json", ApiGraph)
+    return _load_optional(catalogs, f"{GRAPH_DIR}/{file_id}.json", ApiGraph)
 
 
-def _load_optional(path: Path, model: type[BaseModel]):
+def _load_optional(catalogs: CatalogSource, name: str, model: type[BaseModel]):
     """The file as ``model``; None when it is absent; a damaged one is a one-line IndexDamagedError."""
-    if not path.exists():
+    if isinstance(catalogs, CatalogSnapshot):
+        data = catalogs.read(name)
+    else:
+        path = Path(catalogs) / name
+        data = path.read_bytes() if path.exists() else None
+    if data is None:
         return None
     try:
-        return model.model_validate_json(path.read_bytes())
+        return model.model_validate_json(data)
     except ValueError as exc:
-        raise IndexDamagedError(f"{path} is truncated or invalid; run `specrag index` on the same specs "
-                                "to repair it") from exc
+        raise IndexDamagedError(f"{_where(catalogs, name)} is truncated or invalid; run `specrag index` on the "
+                                "same specs to repair it") from exc
+
+
+def _where(catalogs: CatalogSource, name: str) -> str:
+    return f"{catalogs}:{name}" if isinstance(catalogs, CatalogSnapshot) else str(Path(catalogs) / name)
 
 
 class ApiIndexes(Mapping[str, ApiIndex]):
@@ -171,8 +192,8 @@ class ApiIndexes(Mapping[str, ApiIndex]):
     millisecond. Keys are the catalog's APIs, whether or not an index file exists (``get`` is None then).
     """
 
-    def __init__(self, catalog_dir: Path, file_ids: list[str], cached: int = INDEX_CACHE):
-        self._dir, self._ids = catalog_dir, list(file_ids)
+    def __init__(self, catalogs: CatalogSource, file_ids: list[str], cached: int = INDEX_CACHE):
+        self._dir, self._ids = catalogs, list(file_ids)
         self._known = frozenset(self._ids)
         self._load = lru_cache(maxsize=cached)(self._read)
 
@@ -192,6 +213,6 @@ class ApiIndexes(Mapping[str, ApiIndex]):
         return len(self._ids)
 
 
-def load_api_indexes(catalog_dir: Path, catalog: Catalog) -> ApiIndexes:
+def load_api_indexes(catalogs: CatalogSource, catalog: Catalog) -> ApiIndexes:
     """The detailed index of every catalog entry that has one, each read on first use."""
-    return ApiIndexes(catalog_dir, [e.file_id for e in catalog.apis])
+    return ApiIndexes(catalogs, [e.file_id for e in catalog.apis])

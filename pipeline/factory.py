@@ -23,16 +23,16 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     from specrag.index.store import ChunkStore
 
     store = store or ChunkStore.open(settings)
-    catalog_dir = settings.catalogs_path
-    catalog = load_catalog(catalog_dir)
+    catalogs = store.catalog_files  # the store's generation's: never those a build is rewriting
+    catalog = load_catalog(catalogs)
     if not catalog.apis:
         raise IndexNotBuiltError(f"the index in {settings.data_dir} holds no API (its corpus had no readable "
                                  "spec): run `specrag index PATH...` on a folder of OpenAPI/Swagger files")
-    indexes = load_api_indexes(catalog_dir, catalog)
+    indexes = load_api_indexes(catalogs, catalog)
     retriever = HybridRetriever.from_settings(store, settings)
     api_vectors = None
     if store.search_mode == "hybrid":
-        api_vectors = catalog_vectors(catalog, store.embedder, embed_model_id(store.embedder), catalog_dir)
+        api_vectors = catalog_vectors(catalog, store.embedder, embed_model_id(store.embedder), settings.catalogs_path)
         if settings.selection_centroid_weight:
             api_vectors = blend_with_centroids(api_vectors, store.endpoint_centroids([e.file_id for e in catalog.apis]),
                                                settings.selection_centroid_weight)
@@ -62,7 +62,7 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         ([ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
          if settings.producer_steps else [])
     known = frozenset(store.complete_api_ids() & catalog.ids())
-    graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalog_dir, api), known)
+    graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalogs, api), known)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,
                           references=ReferenceExpander.from_settings(store, settings),
                           signatures=SignatureTier.from_settings(store, settings), synthesizer=synthesizer,

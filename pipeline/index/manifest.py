@@ -6,7 +6,8 @@ write that switches ``local_dir`` to the generation holding their rows. A pendin
 ``content_hash`` of the version the live generation holds ('' when it holds none), so a run
 killed at any point leaves a local generation that matches the manifest and is served whole
 (queries never read Chroma), and pending APIs that the next build redoes. Every write goes to
-a unique temp file, then ``os.replace``.
+a unique temp file, then ``os.replace``. The same write names the generation's catalogs snapshot
+(``catalogs``), so what a reader opens through one manifest is one generation.
 
 The settings that shape chunks and vectors (chunker version, ``chunk_max_tokens``, embedding
 model, lexical analysis, formats) are recorded: a change rebuilds what it affects.
@@ -54,11 +55,17 @@ class IndexShape(BaseModel):
 
 class Manifest(IndexShape):
     format_version: int = FORMAT_VERSION
-    generation: int = Field(0, description="bumped whenever the stored chunks change")
+    generation: int = Field(0, description="bumped whenever the stored chunks (or the catalogs) change")
     apis: dict[str, ApiEntry] = Field(default_factory=dict)
     local_dir: str | None = Field(None, description="folder under data_dir/local holding the live local index")
+    catalogs: str | None = Field(None, description="file under data_dir/local holding the live generation's catalogs "
+                                                   "(specrag.catalog.snapshot); None: read the catalogs folder")
     versions: dict[str, str] = Field(default_factory=dict, description="package versions that wrote it")
     updated_at: str = ""
+
+    def live_files(self) -> tuple[str | None, str | None]:
+        """What a reader of this manifest opens: (local_dir, catalogs); another pair is another generation."""
+        return self.local_dir, self.catalogs
 
     def complete_ids(self) -> set[str]:
         """The APIs the live local generation holds as committed: the complete ones, and the pending

@@ -1,10 +1,11 @@
 """A replica's local index, pulled from what a build published on the Chroma server.
 
 Pulling writes the same files a local build writes (catalogs, ``sources.json``, a local
-generation and the manifest that commits it), from the server's rows and files: no spec is
-parsed and nothing is embedded; only the BM25 postings are computed here. The manifest is
-written last, so a pull killed midway leaves the previous generation served. ``ReplicaSync``
-bounds how often a serving process asks the server whether a newer generation was published.
+generation, its catalogs snapshot and the manifest that commits them), from the server's rows
+and files: no spec is parsed and nothing is embedded; only the BM25 postings are computed
+here. The manifest is written last, so a pull killed midway leaves the previous generation
+served. ``ReplicaSync`` bounds how often a serving process asks the server whether a newer
+generation was published.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import zlib
 import numpy as np
 
 from specrag.atomic import write_atomic
+from specrag.catalog.io import served_files
+from specrag.catalog.snapshot import remove_stale_snapshots, write_snapshot
 from specrag.errors import IndexDamagedError
 from specrag.index.builder import digest_chunks
 from specrag.index.collections import PUBLISHED, check_owner, collection_name, files_name, served_corpora
@@ -66,10 +69,12 @@ def pull(store: ChunkStore) -> int | None:
     dim = next((a.vectors.shape[1] for a in apis if a.vectors is not None and a.vectors.ndim == 2), 0)
     write_generation(root / name, generation, None, [], apis, embed_model=manifest.embed_model, dim=dim)
     manifest.local_dir = name
+    manifest.catalogs = write_snapshot(served_files(settings.catalogs_path), root)
     save_manifest(settings.data_dir, manifest)  # the commit: queries now read the pulled generation
     for old in root.glob("gen-*"):
         if old.name != name:
             shutil.rmtree(old, ignore_errors=True)
+    remove_stale_snapshots(root, manifest.catalogs)
     logger.info("pulled generation %d of %s: %d APIs", generation, settings.data_dir.name, len(apis))
     return generation
 

@@ -10,8 +10,10 @@ the metadata needed to filter, delete and reuse it (``source_file``, ``type``, `
 no text. The chunks' text and metadata are stored once, in the local index; they are derived
 from the specs, so repairing a damaged local index re-reads specs and reuses Chroma's vectors.
 Queries never touch Chroma. Only APIs complete in the manifest and present in the live
-generation with the same content hash are served. On a Chroma server, each corpus has a
-collection of its own (collections.py) and the build publishes it for replicas (publish.py).
+generation with the same content hash are served. The catalogs the manifest names
+(``local/catalogs-*.zip``, catalog/snapshot.py) are opened with the local index: a store's
+readers never see the catalogs a build rewrites for the next generation. On a Chroma server,
+each corpus has a collection of its own (collections.py) and the build publishes it for replicas (publish.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specrag.catalog.snapshot import CatalogSnapshot
 from specrag.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
 from specrag.index.batching import BatchCoalescer
 from specrag.index.collections import (check_owner, collection_name, open_collection, remove_orphan_segments,
@@ -66,6 +69,7 @@ class ChunkStore:
         self.embedder = as_embedder(embed_model)
         self.manifest: Manifest | None = None
         self.local: LocalIndex | None = None
+        self.catalogs: CatalogSnapshot | None = None  # the generation's catalogs (None: legacy, read the folder)
         self.damage = ""  # what was found broken on open (repair mode), else ''
         self.outdated = ""  # the index is of another format (repair mode: it is rebuilt), else ''
         self.search_mode = LEXICAL
@@ -93,11 +97,12 @@ class ChunkStore:
     def reload(self, repair: bool = False, verify: bool = True) -> None:
         """Re-read the manifest and the local index (after a build, possibly by another process).
         ``verify=False`` skips the checksums: for the builder, which sealed or checked the generation itself."""
-        self.damage, self.outdated, self.local = "", "", None
-        for attempt in range(2):  # a build may switch generations between our two reads: read again
+        self.damage, self.outdated, self.local, self.catalogs = "", "", None, None
+        for attempt in range(2):  # a build may switch generations between our reads: read again
             try:
                 self.manifest = load_manifest(self.data_dir)
                 self.local = self._open_local(verify)
+                self.catalogs = self._open_catalogs()
                 break
             except IndexDamagedError as exc:
                 if attempt == 0 and self._generation_moved():
@@ -128,12 +133,25 @@ class ChunkStore:
             raise IndexDamagedError(f"{local.pack.folder} lacks {len(missing)} complete APIs (e.g. {missing[0]})")
         return local
 
+    def _open_catalogs(self) -> CatalogSnapshot | None:
+        """The catalogs snapshot the manifest names, kept open: the catalog, indexes and graphs this
+        store's readers get are its generation's, even after a build removed the file."""
+        if self.manifest is None or self.manifest.catalogs is None:
+            return None
+        return CatalogSnapshot(self.data_dir / LOCAL_DIR / self.manifest.catalogs)
+
+    @property
+    def catalog_files(self) -> CatalogSnapshot | Path:
+        """Where this store's readers read the catalogs: its generation's snapshot; the catalogs
+        folder for an index written before snapshots (the next ``specrag index`` writes one)."""
+        return self.catalogs if self.catalogs is not None else self.settings.catalogs_path
+
     def _generation_moved(self) -> bool:
         try:
             latest = load_manifest(self.data_dir)
         except IndexDamagedError:
             return False
-        return latest is not None and self.manifest is not None and latest.local_dir != self.manifest.local_dir
+        return latest is not None and self.manifest is not None and latest.live_files() != self.manifest.live_files()
 
     @property
     def embed_model(self) -> BaseEmbedding | None:
@@ -244,6 +262,9 @@ class ChunkStore:
     def close(self) -> None:
         self.close_chroma()
         self.local = None
+        if self.catalogs is not None:
+            self.catalogs.close()
+            self.catalogs = None
 
     def close_chroma(self) -> None:
         """Let go of Chroma (its vector index is loaded on the first write: ~150 MB at 68k

@@ -86,7 +86,7 @@ class KnowledgeBase:
         self.settings = settings
         self.engine = engine
         self.store = store
-        self.catalog: Catalog = load_catalog(settings.catalogs_path)
+        self.catalog: Catalog = load_catalog(store.catalog_files)  # the store's generation's, as the engine's
         self.operations = lru_cache(maxsize=OPERATION_NAMES_CACHE)(self._load_operations)
 
     @classmethod
@@ -129,12 +129,13 @@ class KnowledgeBase:
 
     def reopened_if_newer(self) -> "KnowledgeBase | None":
         """This corpus reopened on the generation its manifest names now (written by any process:
-        a build in this data dir, a replica's pull), or None when that is the one served."""
+        a build in this data dir, a replica's pull), or None when that is the one served (the same
+        local index and catalogs snapshot)."""
         from specrag.index.manifest import load_manifest
         from specrag.index.store import ChunkStore
 
         on_disk, serving = load_manifest(self.settings.data_dir), self.store.manifest
-        if on_disk is None or (serving is not None and on_disk.local_dir == serving.local_dir):
+        if on_disk is None or (serving is not None and on_disk.live_files() == serving.live_files()):
             return None
         return KnowledgeBase.open(ChunkStore.open(self.settings, embed_model=self.store.embed_model))
 

@@ -1,13 +1,16 @@
 """Hot re-index: a running server serves a newer index generation without a restart or a lost request.
 
-``specrag index`` (any process) writes the next local generation (``local/gen-N``) under the
-index lock, switches ``manifest.json`` to it in one atomic write, then deletes the old folder
-(a process that has its files mapped keeps reading them). The watcher ``stat()``s each served
-knowledge base's manifest at most every ``SPECRAG_RELOAD_INTERVAL_S`` (one system call per
-knowledge base: cheap and bounded). When the stat changed and no build holds the index lock, it
-reads the manifest; if it names another generation than the one served, a worker thread opens a
-new store and engine and ``KnowledgeBases.replace`` swaps it in. Requests that already hold the
-old knowledge base finish with it; later ones get the new one; no request waits for the reload.
+``specrag index`` (any process) writes the next local generation (``local/gen-N``) and the
+snapshot of its catalogs (``local/catalogs-*.zip``) under the index lock, switches
+``manifest.json`` to both in one atomic write, then deletes the old ones (a process that has
+their files open keeps reading them: a knowledge base reads its own generation's chunks,
+catalog, per-API indexes and graphs, never the catalogs a build is rewriting). The watcher
+``stat()``s each served knowledge base's manifest at most every ``SPECRAG_RELOAD_INTERVAL_S``
+(one system call per knowledge base: cheap and bounded). When the stat changed and no build
+holds the index lock, it reads the manifest; if it names another generation (local index or
+catalogs) than the one served, a worker thread opens a new store and engine and
+``KnowledgeBases.replace`` swaps it in. Requests that already hold the old knowledge base
+finish with it; later ones get the new one; no request waits for the reload.
 
 One hook for other ways of updating the local index (a replica pulling from a Chroma server):
 anything that commits a new generation with a new manifest is picked up the same way.

@@ -24,6 +24,8 @@ from functools import lru_cache
 
 import Stemmer
 
+from specrag import caches
+
 INDEX_STOPWORDS = "en"  # bm25s's standard English list (see the module docstring)
 
 # A standard English list plus the filler of questions put to an assistant. API verbs (get, list,
@@ -54,6 +56,7 @@ def identifier_parts(text: str) -> list[str]:
     return [part for run in _RUN.findall(text or "") for part in _CAMEL.split(run) if part]
 
 
+@caches.register
 @lru_cache(maxsize=65536)
 def split_identifier(text: str) -> str:
     """``getMovieCredits`` -> ``get Movie Credits`` (cached: chunk texts split the same names again and again)."""
@@ -77,6 +80,7 @@ def normalise(text: str) -> str:
     return " ".join(identifier_words(text))
 
 
+@caches.register
 @lru_cache(maxsize=1)
 def stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
@@ -87,6 +91,7 @@ def query_terms(text: str) -> list[str]:
     return list(_query_terms(text))
 
 
+@caches.register
 @lru_cache(maxsize=256)
 def _query_terms(text: str) -> tuple[str, ...]:
     """Cached: one query reads the terms of its question, of each of its words and of the same

@@ -1,18 +1,49 @@
-"""Exceptions, one root:
+"""Exceptions, one root: every error the package raises to its callers is a ``SpecragError``.
 
-    SpecragError
-    ├── SpecError            a spec file cannot be used (the reason is the message)
-    ├── CorpusError          a corpus-level problem: missing path, file_id collision
-    │   └── EmptyCorpusError a corpus path that holds no usable OpenAPI/Swagger spec
-    ├── IndexNotBuiltError   a query before `specrag index` ran for that corpus
-    ├── IndexDamagedError    an index file is missing, truncated or altered (`specrag index` repairs it)
-    │   └── IndexFormatError an index written by another version of specrag (`specrag index` rebuilds it)
-    ├── IndexBusyError       another `specrag index` holds the corpus's index lock
-    ├── EmbedModelUnavailableError  an index with vectors, and its model cannot be loaded to update it
-    ├── ChromaUnavailableError  the Chroma server (SPECRAG_CHROMA_HOST) or store cannot be reached
-    ├── LLMStageError        an LLM stage gave no usable answer (carries the fallback reason)
-    ├── PromptError          a prompt file is missing or its {variables} don't match its stage
-    └── SettingsError        a setting (env var, .env, argument) outside its allowed values
+The whole tree. Columns: the class, the module that defines it (under ``specrag.``), a built-in
+base that callers may catch it by as well, what it means (the class's docstring says more).
+
+    SpecragError                   errors                             the root: what this package raises on purpose
+    ├── SpecError                  errors                             a spec file cannot be used (the message says why)
+    │   └── BudgetExceeded         specs.limits                       a spec over its value or alias budget
+    ├── CorpusError                errors                             a missing corpus path, a file_id collision
+    │   └── EmptyCorpusError       errors                             corpus paths with no usable OpenAPI/Swagger spec
+    ├── IndexNotBuiltError         errors                             a query before `specrag index` ran for the corpus
+    ├── IndexDamagedError          errors                             an index file missing, truncated or altered
+    │   └── IndexFormatError       errors                             an index of another specrag version
+    ├── IndexBusyError             errors                             another `specrag index` holds the index lock
+    ├── EmbedModelUnavailableError errors                             vectors whose model cannot load to update them
+    ├── ChromaUnavailableError     errors                             the Chroma server or store cannot be reached
+    │   └── ForeignCollectionError index.collections                  this corpus's collection name, another's data
+    ├── LLMStageError              errors                             an LLM stage gave no usable answer (its reason)
+    ├── DeadlineExceeded           llm                                no time for another LLM request (-> LLMStageError)
+    ├── JobFailed                  specs.pool                         a worker job with no result (returned, not raised)
+    ├── PromptError                errors            +ValueError      a prompt file missing, or its {variables} wrong
+    ├── SettingsError              errors            +ValueError      a setting outside its allowed values
+    ├── QueryError                 engine            +ValueError      an empty query, or APIs not in the index
+    ├── GraphQueryError            graph.queries     +ValueError      an unknown API, schema or operation
+    ├── NotFound                   serve.lookup      +LookupError     an operation or schema the API lacks (404)
+    ├── UnknownKnowledgeBase       serve.kbs         +LookupError     a kb_id or API id no served KB has (404)
+    ├── ForbiddenKnowledgeBase     serve.kbs         +PermissionError another tenant's kb_id (403)
+    ├── AmbiguousKnowledgeBase     serve.kbs         +ValueError      no kb_id where several KBs could answer
+    ├── Unauthorized               serve.tenancy     +PermissionError no API key, or an unknown one (401)
+    ├── ForbiddenTenant            serve.tenancy     +PermissionError a body naming another tenant (403)
+    ├── SharedCatalogDir           serve.tenancy     +ValueError      one catalog folder for several tenants
+    ├── ApiKeysError               serve.keys        +ValueError      an unreadable keys file or a bad key entry
+    ├── ServeRefused               cli.serve                          serving beyond loopback without API keys
+    ├── BenchError                 bench.query       +ValueError      no queries to time, or the child server failed
+    ├── ServerFailed               bench.loadtest                     a load run's server exited or never got ready
+    ├── QuerySetError              evals.querysets   +ValueError      an unreadable query-set file (names file, line)
+    └── RunFileError               evals.report                       a run folder or results.json that is not a run
+
+Internal control flow, not a SpecragError: raised and caught inside one function, never seen by a
+caller. ``tests/test_errors.py`` checks that every exception class of the package is drawn here,
+in its module, under its own base class.
+
+    Refused                        serve.guard                        RequestGuard's own answer (status, detail),
+                                                                      caught in its __call__: the HTTP response
+
+How the service maps these to HTTP statuses: ``specrag.serve.errors.http_status``.
 """
 
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterable, Iterator
 
+from specrag import caches
 from specrag.stages.results import Fallback
 
 logger = logging.getLogger(__name__)
@@ -49,8 +50,12 @@ class FallbackNotices:
         with self._lock:
             self._told.clear()
 
+    def __len__(self) -> int:
+        return len(self._told)
+
 
 NOTICES = FallbackNotices()
+caches.register(NOTICES, name=f"{__name__}.NOTICES", clear=NOTICES.forget)
 
 
 def llm_call_failed(fallback: Fallback) -> None:

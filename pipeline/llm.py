@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, wait_random_exponential
 
 from specrag.deadline import current_deadline, earliest
-from specrag.errors import LLMStageError
+from specrag.errors import LLMStageError, SpecragError
 from specrag.prompts import REASK_PROMPT, PromptInfo
 from specrag.settings import Settings
 from specrag.stages.results import LLMCall
@@ -107,8 +107,9 @@ def model_name(llm: LLM) -> str:
     return str(getattr(llm, "model", None) or llm.metadata.model_name)
 
 
-class DeadlineExceeded(Exception):
-    """The overall deadline passed before another request could start."""
+class DeadlineExceeded(SpecragError):
+    """The overall deadline passed before another request could start (the stage turns it into an
+    ``LLMStageError`` with reason "timeout")."""
 
 
 def failure_reason(exc: BaseException) -> str:

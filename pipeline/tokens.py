@@ -19,10 +19,13 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from specrag import caches
+
 ENCODING = "cl100k_base"
 _load_lock = threading.Lock()
 
 
+@caches.register
 @lru_cache(maxsize=1)
 def _encoding():
     import tiktoken
@@ -91,3 +94,9 @@ class SegmentTokenCounter:
                     counts[segment] = n
             total += n
         return total
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def clear(self) -> None:
+        self._counts.clear()

@@ -5,7 +5,10 @@ from __future__ import annotations
 from functools import cache
 from importlib import metadata
 
+from specrag import caches
 
+
+@caches.register
 @cache
 def package_versions(names: tuple[str, ...]) -> dict[str, str]:
     """name -> installed version, for the names that are installed."""

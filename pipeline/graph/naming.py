@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import inflection
 
+from specrag import caches
 from specrag.analysis import identifier_words
 
 # The words that make a name an identifier, in any API: ``id``, ``movie_id``, ``petId``, ``uuid``.
@@ -21,29 +22,34 @@ VERSION_SEGMENT = re.compile(r"^(v\d+(\.\d+)*|api|rest|\d+(\.\d+)*)$", re.IGNORE
 Type = tuple[str, ...]
 
 
+@caches.register
 @lru_cache(maxsize=65536)
 def name_words(name: str) -> tuple[str, ...]:
     """``movieId``, ``movie_id``, ``MovieID`` -> (movie, id): names compare by these."""
     return tuple(identifier_words(name))
 
 
+@caches.register
 @lru_cache(maxsize=65536)
 def type_words(name: str) -> Type:
     """``production_companies`` -> (production, company); ``movie-list-object`` -> (movie, list, object)."""
     return tuple(_singular(w) for w in name_words(name))
 
 
+@caches.register
 @lru_cache(maxsize=65536)
 def _singular(word: str) -> str:
     return inflection.singularize(word) if len(word) > 2 else word
 
 
+@caches.register
 @lru_cache(maxsize=65536)
 def is_id_name(name: str) -> bool:
     words = name_words(name)
     return bool(words) and words[-1] in ID_WORDS
 
 
+@caches.register
 @lru_cache(maxsize=65536)
 def id_subject(name: str) -> Type:
     """The resource an id-like name names: ``movie_id`` -> (movie,); ``id`` -> ()."""

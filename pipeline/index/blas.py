@@ -16,7 +16,10 @@ from functools import lru_cache
 
 from threadpoolctl import ThreadpoolController
 
+from specrag import caches
 
+
+@caches.register
 @lru_cache(maxsize=1)
 def _blas():
     return ThreadpoolController().select(user_api="blas")

@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specrag import caches
 from specrag.settings import Settings
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ _OPENAI_PREFIX = "openai:"
 # FastEmbedEmbedding (same model, same calls, same vectors): kept, so they are not re-embedded.
 FASTEMBED_ID = "FastEmbedEmbedding"
 # Messages already logged in this process: a query loop must not repeat the same warning.
-_warned: set[str] = set()
+_warned: set[str] = caches.register(set(), name=f"{__name__}._warned")
 
 
 class Embedder:

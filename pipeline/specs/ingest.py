@@ -16,6 +16,7 @@ from typing import Callable, Iterator, NamedTuple
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
+from specrag import caches
 from specrag.errors import EmptyCorpusError, SpecError
 from specrag.specs.chunker import SpecChunker
 from specrag.specs.closure import closure_fit, operation_closures
@@ -30,7 +31,7 @@ from specrag.tokens import SegmentTokenCounter, count_tokens
 
 
 # One per process: each worker's specs share lines (a vendor's specs most), counted once.
-_count_rendered_tokens = SegmentTokenCounter()
+_count_rendered_tokens = caches.register(SegmentTokenCounter(), name=f"{__name__}._count_rendered_tokens")
 
 
 class CorpusIngest(BaseModel):

@@ -30,12 +30,14 @@ from typing import Callable, Iterator, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
 
+from specrag.errors import SpecragError
+
 J = TypeVar("J")
 R = TypeVar("R")
 
 
-class JobFailed(Exception):
-    """A job that gave no result; the message is the one-line reason."""
+class JobFailed(SpecragError):
+    """A job that gave no result; the message is the one-line reason (returned in its place, not raised)."""
 
 
 def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float) -> Iterator[tuple[J, R | JobFailed]]:

@@ -7,6 +7,8 @@ from collections import deque
 from functools import lru_cache
 from typing import Any
 
+from specrag import caches
+
 _MD = re.compile(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|[*_`#>|]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 
@@ -15,6 +17,7 @@ def strip_markdown(text: str) -> str:
     return _plain(text) if type(text) is str else _plain(str(text or ""))
 
 
+@caches.register
 @lru_cache(maxsize=1 << 16)  # a spec repeats its descriptions (a parameter's, in every operation)
 def _plain(text: str) -> str:
     text = _LINK.sub(r"\1", text)

@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+from specrag import caches
+
 try:
     from yaml import CSafeDumper as _BaseDumper
 except ImportError:  # pragma: no cover
@@ -54,7 +56,7 @@ _Dumper.add_representer(str, _represent_str)
 
 # The tag a plain scalar would read as, per value: a spec repeats its keys and short values
 # (``type``, ``string``, ``in``) thousands of times, and the emitter asks twice per scalar.
-_plain_tags: dict[str, str] = {}
+_plain_tags: dict[str, str] = caches.register({}, name=f"{__name__}._plain_tags")
 _MAX_KEPT_SCALAR, _MAX_KEPT_TAGS = 64, 100_000
 
 

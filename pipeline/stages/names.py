@@ -20,6 +20,8 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
+from specrag import caches
+
 # double quotes, or single quotes that open and close at word edges (never an apostrophe: "Nolan's")
 _QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]|(?<!\w)['‘]([^'‘’]{2,80}?)['’](?!\w)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -47,6 +49,7 @@ def named_spans(question: str) -> list[NamedSpan]:
     return [span for span in _spans(question) if NEW not in span.before]
 
 
+@caches.register
 @lru_cache(maxsize=256)
 def _spans(question: str) -> tuple[NamedSpan, ...]:
     """Read once per question (stage 1, stage 3's fleet side, the method prior and producer

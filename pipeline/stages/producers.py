@@ -52,6 +52,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from specrag import caches
 from specrag.analysis import query_terms
 from specrag.nodes import Hit
 from specrag.specs.ids import parse_operation_id
@@ -72,6 +73,7 @@ def _names(resource, words: list[str]) -> bool:
     return bool(stems) and stems <= set(query_terms(" ".join(words)))
 
 
+@caches.register
 @lru_cache(maxsize=1024)  # keys are the texts the index's node cache already holds
 def _content_terms(text: str) -> frozenset[str]:
     """A chunk text's terms (the same texts recur across queries: stemming them was 5 % of a query)."""
@@ -89,11 +91,13 @@ def _params(hit: NodeWithScore) -> tuple:
     return _decoded_params(raw) if isinstance(raw, str) else tuple(decode_params(raw))
 
 
+@caches.register
 @lru_cache(maxsize=1024)  # operations recur across queries: decoding was 5 % of a query; ~9 KB an entry
 def _decoded_edges(consumer: str, raw: str) -> tuple:
     return tuple(decode_producers(consumer, raw))
 
 
+@caches.register
 @lru_cache(maxsize=1024)
 def _decoded_params(raw: str) -> tuple:
     return tuple(decode_params(raw))

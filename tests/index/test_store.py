@@ -338,3 +338,24 @@ def test_vector_products_run_on_one_blas_thread_and_the_callers_setting_is_resto
     assert store.vector_search("get a user profile", None, None, 3)
     assert seen and all(threads <= {1} for threads in seen)
     assert blas_threads() == before
+
+
+def test_a_dropped_index_is_freed_without_the_garbage_collector(store, settings, embed_model):
+    """Its caches hold it weakly, so its arrays and open files go when the last reader lets go,
+    not when the cyclic collector next runs (a test run held over a thousand files that way)."""
+    import gc
+    import weakref
+
+    from specrag.index.store import ChunkStore
+
+    reopened = ChunkStore.open(settings, embed_model=embed_model)
+    local = weakref.ref(reopened.local)
+    reopened.vector_search("postal address of a user", None, ["endpoint"], 5)  # fills every cache a query uses
+    reopened.get_chunks(reopened.api_chunk_ids("users")[:3])
+    gc.disable()
+    try:
+        reopened.close()
+        del reopened
+        assert local() is None
+    finally:
+        gc.enable()

@@ -18,6 +18,7 @@ import hashlib
 import os
 import threading
 import zipfile
+import zlib
 from pathlib import Path
 
 from specrag.errors import IndexDamagedError
@@ -30,12 +31,13 @@ def write_snapshot(files: list[tuple[str, Path]], root: Path) -> str | None:
     written when not there yet: its file name, or None when there are no files."""
     if not files:
         return None
-    digest = hashlib.sha256()
+    digest, expected = hashlib.sha256(), {}
     for name, path in files:
         data = path.read_bytes()
         digest.update(f"{name}\0{len(data)}\0".encode() + data)
+        expected[name] = (len(data), zlib.crc32(data))
     target = Path(root) / f"{SNAPSHOT_PREFIX}{digest.hexdigest()[:20]}{SNAPSHOT_SUFFIX}"
-    if target.is_file():
+    if target.is_file() and _holds(target, expected):
         return target.name
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{threading.get_ident()}")
@@ -49,6 +51,16 @@ def write_snapshot(files: list[tuple[str, Path]], root: Path) -> str | None:
         tmp.unlink(missing_ok=True)
         raise
     return target.name
+
+
+def _holds(path: Path, expected: dict[str, tuple[int, int]]) -> bool:
+    """Whether the snapshot at ``path`` lists exactly these files with these sizes and CRCs (its
+    directory only: a damaged or cut file is written again, not trusted by its name)."""
+    try:
+        with zipfile.ZipFile(path) as existing:
+            return {i.filename: (i.file_size, i.CRC) for i in existing.infolist()} == expected
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def remove_stale_snapshots(root: Path, keep: str | None) -> None:

@@ -78,8 +78,8 @@ DAMAGE = {
     "deleted vectors": (lambda cli: (_local(cli) / "vectors.npy").unlink(), "vectors.npy is missing"),
     "altered vectors": (lambda cli: _flip_byte(_local(cli) / "vectors.npy"), "vectors.npy fails its checksum"),
     "truncated local header": (lambda cli: _truncate(_local(cli) / "pack.json"), "pack.json is truncated"),
-    "truncated catalog": (lambda cli: _truncate(cli.index_dir / "catalogs" / "catalog.json"),
-                          "catalog.json is truncated"),
+    "truncated catalog snapshot": (lambda cli: _truncate(cli.index_dir / "local" / load_manifest(cli.index_dir).catalogs),
+                                   "is unreadable"),
 }
 
 
@@ -117,9 +117,20 @@ def test_damage_is_one_line_then_repaired(cli, fresh_answer, damage):
     assert code == 0, err
     run = json.loads(out)
     assert run["index"]["chunks_embedded"] == 0  # the vectors of record (Chroma) are reused
-    if damage != "truncated catalog":
+    if damage != "truncated catalog snapshot":
         assert run["index"]["damage"] and "damaged" in run["index"]["full_rebuild"]
     assert _answer(cli) == expected == fresh_answer
+
+
+def test_a_damaged_working_catalog_is_not_served_and_the_next_index_repairs_it(cli, fresh_answer):
+    """``catalogs/`` is the builder's working copy: queries read the generation's snapshot."""
+    assert cli("index", str(EXAMPLES))[0] == 0
+    _truncate(cli.index_dir / "catalogs" / "catalog.json")
+    assert _answer(cli) == fresh_answer
+    code, _, err = cli("index", str(EXAMPLES), "--json")
+    assert code == 0, err
+    json.loads((cli.index_dir / "catalogs" / "catalog.json").read_text())
+    assert _answer(cli) == fresh_answer
 
 
 def test_unreachable_chroma_server_is_one_line(cli, monkeypatch):
@@ -167,7 +178,8 @@ def test_two_index_runs_at_once(tmp_path):
     assert embedded[0] == 0 and embedded[1] > 0  # one built, the other found it built
     index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).data_dir
     manifest = load_manifest(index_dir)
-    assert not manifest.pending_ids() and [p.name for p in (index_dir / "local").iterdir()] == [manifest.local_dir]
+    assert not manifest.pending_ids()
+    assert sorted(p.name for p in (index_dir / "local").iterdir()) == sorted([manifest.catalogs, manifest.local_dir])
 
 
 def test_index_of_an_older_format_is_rebuilt(cli):

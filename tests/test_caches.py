@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import ast
 import importlib
-from pathlib import Path
 
 import pytest
 
 from specrag import caches
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"pipeline": "specrag", "evals": "specrag.evals"}  # source folder -> import name
+from source_tree import module_files
+
 CACHE_DECORATORS = {"lru_cache", "cache"}  # functools' (bare, called or as functools.x)
 
-
-def module_files() -> dict[str, Path]:
-    modules = {}
-    for folder, package in PACKAGES.items():
-        for path in (ROOT / folder).rglob("*.py"):
-            parts = [package, *path.relative_to(ROOT / folder).with_suffix("").parts]
-            if parts[-1] == "__init__":
-                parts.pop()
-            modules[".".join(parts)] = path
-    return modules
 
 
 def _name(node: ast.expr) -> str:

@@ -9,14 +9,13 @@ import builtins
 import importlib
 import inspect
 import re
-from pathlib import Path
 from typing import NamedTuple
 
 import specrag.errors
 from specrag.errors import SpecragError
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"pipeline": "specrag", "evals": "specrag.evals"}  # source folder -> import name
+from source_tree import module_files
+
 BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
                       if inspect.isclass(value) and issubclass(value, BaseException)}
 _ROW = re.compile(r"^    (?P<tree>[│├└─ ]*)(?P<name>[A-Z]\w*)\s+(?P<module>[a-z][\w.]*)(?:\s+\+(?P<extra>\w+))?(?:\s|$)")
@@ -43,16 +42,6 @@ def drawn_tree(doc: str) -> dict[str, Drawn]:
         drawn[row["name"]] = Drawn(f"specrag.{row['module']}", path[depth - 1] if depth else None, row["extra"], internal)
     return drawn
 
-
-def module_files() -> dict[str, Path]:
-    modules = {}
-    for folder, package in PACKAGES.items():
-        for path in (ROOT / folder).rglob("*.py"):
-            parts = [package, *path.relative_to(ROOT / folder).with_suffix("").parts]
-            if parts[-1] == "__init__":
-                parts.pop()
-            modules[".".join(parts)] = path
-    return modules
 
 
 def _base_name(node: ast.expr) -> str:

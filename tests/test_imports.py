@@ -5,20 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-# source folder -> the import name it is installed as (pyproject.toml's package-dir)
-PACKAGES = {"pipeline": "specrag", "evals": "specrag.evals"}
-
-
-def module_names() -> dict[str, Path]:
-    modules = {}
-    for folder, package in PACKAGES.items():
-        for path in (ROOT / folder).rglob("*.py"):
-            parts = [package, *path.relative_to(ROOT / folder).with_suffix("").parts]
-            if parts[-1] == "__init__":
-                parts.pop()
-            modules[".".join(parts)] = path
-    return modules
+from source_tree import module_files
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -65,7 +52,7 @@ def test_the_walker_finds_a_cycle_when_there_is_one():
 
 
 def test_no_import_cycles_in_the_package():
-    modules = module_names()
+    modules = module_files()
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
     assert len(graph) > 40 and graph["specrag.engine"], "the walker must see the project's modules"
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])

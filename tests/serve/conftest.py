@@ -3,7 +3,11 @@ transport; ``live_server`` runs the same app in a real uvicorn on 127.0.0.1."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+
+from .tenants import SPECS
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +50,16 @@ def tenant_world(tmp_path_factory, make_demo_settings):
     tenants = Tenants.open(settings, ApiKeys.from_settings(settings))
     yield tenants, shared_kb, beta_only_kb
     tenants.close()
+
+
+@pytest.fixture
+def served_copy(tmp_path, make_demo_settings):
+    """(settings, specs copy, KnowledgeBases) over a copy of the demo specs, default tenant."""
+    from specrag.serve.kbs import KnowledgeBases
+
+    specs = tmp_path / "specs"
+    shutil.copytree(SPECS, specs)
+    settings = make_demo_settings(tmp_path / "data")
+    kbs = KnowledgeBases.open(settings, [[specs]])
+    yield settings, specs, kbs
+    kbs.close()

@@ -4,27 +4,12 @@ watcher swaps the next generation in (catalog/snapshot.py)."""
 
 from __future__ import annotations
 
-import shutil
 
 import httpx
 import pytest
 
-from .tenants import SPECS
 
 API = "petstore_v2"
-
-
-@pytest.fixture
-def served(tmp_path, make_demo_settings):
-    """(settings, specs copy, KnowledgeBases) over a copy of the demo specs."""
-    from specrag.serve.kbs import KnowledgeBases
-
-    specs = tmp_path / "specs"
-    shutil.copytree(SPECS, specs)
-    settings = make_demo_settings(tmp_path / "data")
-    kbs = KnowledgeBases.open(settings, [[specs]])
-    yield settings, specs, kbs
-    kbs.close()
 
 
 def rename_pet(specs) -> None:
@@ -68,14 +53,14 @@ def answers_of_the_old_generation(kbs, kb) -> None:
     assert {a["api"] for a in get(kbs, "/api/v1/apis").json()} == {e.file_id for e in kb.catalog.apis}
 
 
-def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served):
+def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served_copy):
     from specrag.catalog.io import GRAPH_DIR, load_api_graph
     from specrag.graph.models import ApiGraph
     from specrag.serve.reload import IndexWatcher
     from specrag.serve.tenancy import Tenants
     from specrag.workspace import update_index
 
-    settings, specs, kbs = served
+    settings, specs, kbs = served_copy
     watcher = IndexWatcher(Tenants.local(kbs), interval_s=0.1)
     old = kbs.all()[0]
     graph_file = old.settings.catalogs_path / GRAPH_DIR / f"{API}.json"
@@ -111,14 +96,14 @@ def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served)
     assert sorted(p.name for p in data.iterdir()) == sorted(new.store.manifest.live_files())
 
 
-def test_a_build_stopped_before_its_commit_leaves_the_old_generation_whole(served, monkeypatch):
+def test_a_build_stopped_before_its_commit_leaves_the_old_generation_whole(served_copy, monkeypatch):
     """A build that wrote the next catalogs and stopped before the manifest named them (killed, or
     still running): a knowledge base opened now serves the committed generation, catalogs included."""
     from specrag.index.builder import IndexBuilder
     from specrag.serve.kbs import KnowledgeBases
     from specrag.workspace import update_index
 
-    settings, specs, kbs = served
+    settings, specs, kbs = served_copy
     kb_id = kbs.all()[0].kb_id
 
     def stopped(self, *args, **kwargs):

@@ -5,30 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
 import threading
 import time
 
 import httpx
-import pytest
 
 from .live import LOCAL_MODEL, ROOT, running_uvicorn
-from .tenants import MARKER, SPECS, mark_create_user
-
-
-@pytest.fixture
-def served_copy(tmp_path, make_demo_settings):
-    """(settings, specs copy, KnowledgeBases) over a copy of the demo specs, default tenant."""
-    from specrag.serve.kbs import KnowledgeBases
-
-    specs = tmp_path / "specs"
-    shutil.copytree(SPECS, specs)
-    settings = make_demo_settings(tmp_path / "data")
-    kbs = KnowledgeBases.open(settings, [[specs]])
-    yield settings, specs, kbs
-    kbs.close()
+from .tenants import MARKER, mark_create_user
 
 
 def _create_user_text(kb) -> str:

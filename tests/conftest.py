@@ -139,16 +139,3 @@ def fresh_caches():
     from specrag import caches
 
     caches.reset_all()
-
-
-@pytest.fixture(scope="session")
-def whole_corpus():
-    """The whole ../shared corpus ingested once (about 45 s): the corpus checks and the fleet
-    prompt test read the same result. Skips where the corpus is absent."""
-    from specrag.settings import Settings
-    from specrag.specs.ingest import ingest_paths
-
-    corpus = SHARED / "corpus"
-    if not corpus.is_dir():
-        pytest.skip("the shared corpus is absent")
-    return ingest_paths([corpus], Settings().chunk_max_tokens)

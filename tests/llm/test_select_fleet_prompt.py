@@ -10,6 +10,7 @@ from llama_index.core.utils import get_tokenizer
 
 from specrag.catalog.io import load_api_indexes, load_catalog, write_catalogs
 from specrag.llm import build_llm
+from specrag.specs.ingest import ingest_paths
 from specrag.stages.api_select import KeywordApiSelector
 from specrag.stages.api_select_llm import LLMApiSelector, catalog_line
 
@@ -21,8 +22,8 @@ QUERY = "Who directed the top rated movie?"
 
 @pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")
-def test_whole_corpus_catalog_is_shortlisted_under_the_budget(server, make_settings, prompts, tmp_path, whole_corpus):
-    write_catalogs(whole_corpus.apis, tmp_path)
+def test_whole_corpus_catalog_is_shortlisted_under_the_budget(server, make_settings, prompts, tmp_path):
+    write_catalogs(ingest_paths([CORPUS]).apis, tmp_path)
     catalog = load_catalog(tmp_path)
     settings = make_settings()
     count = lambda text: len(get_tokenizer()(text))  # noqa: E731

@@ -1,5 +1,5 @@
 """The whole shared corpus: every spec read without a crash, refs resolve, the link graph is exact,
-and chunk ids are unique and stable. The corpus is ingested once per session (tests/conftest.py `whole_corpus`), and once more here for stability."""
+and chunk ids are unique and stable. The corpus is ingested once per run (twice for stability)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.slow,
 
 
 @pytest.fixture(scope="module")
-def first(whole_corpus) -> CorpusIngest:
-    return whole_corpus
+def first() -> CorpusIngest:
+    return ingest_paths([CORPUS], Settings().chunk_max_tokens)
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,8 @@ class SearchStage:
             for step in self.steps:
                 nodes = step.postprocess_nodes(nodes, query_bundle=ranked_query)
         result.nodes, result.ranking = nodes, [n.node.node_id for n in nodes]
-        result.further = [i for i in dict.fromkeys(n.node.node_id for n in further) if i not in set(result.ranking)]
+        ranked = set(result.ranking)
+        result.further = [i for i in dict.fromkeys(n.node.node_id for n in further) if i not in ranked]
         result.added_steps = [AddedStep(chunk_id=n.node.node_id, reason=str(n.node.metadata[ADDED_STEP]))
                               for n in nodes if ADDED_STEP in n.node.metadata]
         result.ms = elapsed_ms(start)

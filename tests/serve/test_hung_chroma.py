@@ -78,6 +78,7 @@ def chroma(tmp_path):
     server.stop()
 
 
+@pytest.mark.needs_embeddings  # a lexical index stores nothing in Chroma: there is no replica to pull
 def test_a_stopped_chroma_server_delays_no_request_of_a_replica(tmp_path, chroma, make_demo_settings):
     specs = tmp_path / "specs"
     shutil.copytree(DEMO_SPECS, specs)

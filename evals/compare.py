@@ -17,10 +17,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-
-from specrag.evals.metrics import MetricSummary, paired_randomization_p, paired_values, query_value
-from specrag.evals.report import (CONTEXT_COLUMNS, CONTEXT_SCHEMA_VERSION, RESULTS_SCHEMA_VERSION, SCORE_COLUMNS,
-                                  EvalRun, QueryResult, format_p, load_run)
+from specrag.evals.metrics import (
+    MetricSummary,
+    paired_randomization_p,
+    paired_values,
+    query_value,
+)
+from specrag.evals.report import (
+    CONTEXT_COLUMNS,
+    CONTEXT_SCHEMA_VERSION,
+    RESULTS_SCHEMA_VERSION,
+    SCORE_COLUMNS,
+    EvalRun,
+    QueryResult,
+    format_p,
+    load_run,
+)
 
 QUERY_METRICS = {"ctx_recall": "R@ctx", "recall_at_10": "R@10", "mrr": "MRR", "completeness": "complete"}
 PAIRED_COLUMNS = {**CONTEXT_COLUMNS, **SCORE_COLUMNS}  # label -> per-question values, so a p-value

@@ -6,7 +6,7 @@ honest figure for sets we do not see.
     python -m specrag.evals.loso GRID.json SET.jsonl... --corpus PATH... [--data-dir D] [--metric recall_at_10]
 
 GRID.json is a list of ``{"name": ..., "settings": {field: value, ...}}``; every field is a
-:class:`specrag.settings.Settings` field (``api_decay``, ``fleet_weight``, ``selection_weights``...).
+:class:`specrag.core.settings.Settings` field (``api_decay``, ``fleet_weight``, ``selection_weights``...).
 Prints one JSON line per configuration, then the markdown LOSO table.
 """
 
@@ -18,7 +18,6 @@ import logging
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-
 from specrag.evals.querysets import load_query_sets
 from specrag.evals.runner import run_eval
 
@@ -37,7 +36,7 @@ class PointResult(BaseModel):
 
 
 def run_grid(grid: list[GridPoint], query_paths: list[Path], base_settings, store) -> list[PointResult]:
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
 
     queries = load_query_sets(query_paths)
     results = []
@@ -64,9 +63,9 @@ def loso_table(results: list[PointResult], metric: str = "recall_at_10") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from specrag.core.settings import Settings
     from specrag.index.store import ChunkStore
-    from specrag.settings import Settings
-    from specrag.workspace import corpus_settings
+    from specrag.index.workspace import corpus_settings
 
     parser = argparse.ArgumentParser(prog="python -m specrag.evals.loso", description=__doc__.split("\n\n")[0])
     parser.add_argument("grid", type=Path)

@@ -45,12 +45,16 @@ from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
-
-from specrag.context import Fallback
-from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, errors_chunk_id, parse_operation_id, split_chunk_id
-from specrag.specs.models import Chunk
-
+from specrag.context.knowledge import Fallback
+from specrag.core.ids import (
+    ERRORS_SUFFIX,
+    base_chunk_id,
+    errors_chunk_id,
+    parse_operation_id,
+    split_chunk_id,
+)
 from specrag.evals.querysets import Endpoint, endpoint_key
+from specrag.specs.models import Chunk
 
 
 def selection_accuracy(gold_apis: Iterable[str], selected: Iterable[str]) -> float:

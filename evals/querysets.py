@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from specrag.errors import SpecragError
+from specrag.core.errors import SpecragError
 
 _PARAM_RE = re.compile(r"\{[^{}/]*\}")
 

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
-
-from specrag.context import Fallback
-from specrag.errors import SpecragError
-
+from specrag.context.knowledge import Fallback
+from specrag.core.errors import SpecragError
 from specrag.evals.baselines import BaselineScores
 from specrag.evals.metrics import GoldGraph, LLMUsage, MetricSummary, QueryMetrics
 from specrag.evals.querysets import GoldEndpoint

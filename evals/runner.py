@@ -14,18 +14,24 @@ from enum import Enum
 from typing import Any, Protocol
 
 from pydantic import BaseModel
-from tqdm import tqdm
-
-from specrag.context import KnowledgeContext
-from specrag.plan import plan_operations
-from specrag.specs.ids import operation_chunk_id, parse_operation_id, split_chunk_id
-from specrag.specs.models import Chunk
-from specrag.versions import package_versions
-
+from specrag.context.knowledge import KnowledgeContext
+from specrag.core.ids import operation_chunk_id, parse_operation_id, split_chunk_id
+from specrag.core.versions import package_versions
+from specrag.engine.plan import plan_operations
 from specrag.evals import metrics as m
 from specrag.evals.baselines import DEPTH, Baseline, BaselineScores, ContextAssembler
 from specrag.evals.querysets import EvalQuery
-from specrag.evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, write_run
+from specrag.evals.report import (
+    EvalRun,
+    Gold,
+    QueryResult,
+    RetrievedChunk,
+    RunInfo,
+    RunMetrics,
+    write_run,
+)
+from specrag.specs.models import ChunkLookup
+from tqdm import tqdm
 
 CLOSURE_DEPTH = 3
 _VERSIONED = ("specrag", "llama-index-core", "chromadb", "bm25s", "fastembed", "pydantic")
@@ -46,10 +52,6 @@ class EvalSetting(str, Enum):
 
 class ContextSource(Protocol):
     def retrieve_context(self, query: str, apis: list[str] | None = None) -> KnowledgeContext: ...
-
-
-class ChunkLookup(Protocol):
-    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]: ...
 
 
 def run_eval(queries: list[EvalQuery], engine: ContextSource, lookup: ChunkLookup, *, mode: str,

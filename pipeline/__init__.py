@@ -2,7 +2,7 @@
 
 The public names below are imported on first use (PEP 562), so ``import specrag`` and the CLI's
 start stay light: the engine pulls in LlamaIndex, Chroma and ONNX Runtime only when it is built.
-Importing the package never configures logging (see ``specrag._quiet``).
+Importing the package never configures logging (see ``specrag.core.quiet``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from specrag import _quiet  # noqa: F401  (before anything imports bm25s)
+from specrag.core import quiet as _quiet  # noqa: F401  (before anything imports bm25s)
 
 try:
     __version__ = version("specrag")
@@ -20,22 +20,22 @@ except PackageNotFoundError:  # a source tree that was never installed
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "AgenticRetrievalRequest": "specrag.api_models",
-    "AgenticRetriever": "specrag.agentic.retriever",
-    "ApiQueryEngine": "specrag.engine",
+    "AgenticRetrievalRequest": "specrag.core.api_models",
+    "AgenticRetriever": "specrag.engine.agentic.retriever",
+    "ApiQueryEngine": "specrag.engine.query_engine",
     "HybridRetriever": "specrag.stages.hybrid_retriever",
-    "KnowledgeContext": "specrag.context",
-    "Plan": "specrag.plan",
-    "PromptSet": "specrag.prompts",
+    "KnowledgeContext": "specrag.context.knowledge",
+    "Plan": "specrag.engine.plan",
+    "PromptSet": "specrag.core.prompts",
     "ReferenceExpander": "specrag.stages.ref_expand",
-    "RetrievalStats": "specrag.context",
-    "SearchMode": "specrag.api_models",
-    "Settings": "specrag.settings",
+    "RetrievalStats": "specrag.context.knowledge",
+    "SearchMode": "specrag.core.api_models",
+    "Settings": "specrag.core.settings",
     "SpecQuery": "specrag.stages.query",
-    "SpecragError": "specrag.errors",
-    "build_engine": "specrag.factory",
-    "corpus_settings": "specrag.workspace",
-    "update_index": "specrag.workspace",
+    "SpecragError": "specrag.core.errors",
+    "build_engine": "specrag.engine.factory",
+    "corpus_settings": "specrag.index.workspace",
+    "update_index": "specrag.index.workspace",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -54,16 +54,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
-    from specrag.agentic.retriever import AgenticRetriever
-    from specrag.api_models import AgenticRetrievalRequest, SearchMode
-    from specrag.context import KnowledgeContext, RetrievalStats
-    from specrag.engine import ApiQueryEngine
-    from specrag.errors import SpecragError
-    from specrag.factory import build_engine
-    from specrag.plan import Plan
-    from specrag.prompts import PromptSet
-    from specrag.settings import Settings
+    from specrag.context.knowledge import KnowledgeContext, RetrievalStats
+    from specrag.core.api_models import AgenticRetrievalRequest, SearchMode
+    from specrag.core.errors import SpecragError
+    from specrag.core.prompts import PromptSet
+    from specrag.core.settings import Settings
+    from specrag.engine.agentic.retriever import AgenticRetriever
+    from specrag.engine.factory import build_engine
+    from specrag.engine.plan import Plan
+    from specrag.engine.query_engine import ApiQueryEngine
+    from specrag.index.workspace import corpus_settings, update_index
     from specrag.stages.hybrid_retriever import HybridRetriever
     from specrag.stages.query import SpecQuery
     from specrag.stages.ref_expand import ReferenceExpander
-    from specrag.workspace import corpus_settings, update_index

@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def demo_settings(data_dir: Path):
-    from specrag.settings import Settings
+    from specrag.core.settings import Settings
 
     model = LOCAL_MODEL if (LOCAL_MODEL / "model.onnx").is_file() else None
     return Settings(data_dir=data_dir, embed_model_path=model, embed_model="sentence-transformers/all-MiniLM-L6-v2"
@@ -90,7 +90,7 @@ def pytest_runtest_protocol(item, nextitem):
 def demo_index(tmp_path_factory):
     """(corpus settings, store) for the demo corpus, built once."""
     from specrag.index.store import ChunkStore
-    from specrag.workspace import corpus_settings, update_index
+    from specrag.index.workspace import corpus_settings, update_index
 
     settings = demo_settings(tmp_path_factory.mktemp("demo-index"))
     store = ChunkStore.open(corpus_settings(settings, [DEMO_SPECS]))
@@ -101,7 +101,7 @@ def demo_index(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_engine(demo_index):
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
 
     local, store = demo_index
     return build_engine(local, store)
@@ -124,7 +124,7 @@ def under_hash_seeds():
 @pytest.fixture(autouse=True)
 def fresh_fallback_notices():
     """Each test hears an LLM failure told again: the notice is once per process."""
-    from specrag.fallbacks import NOTICES
+    from specrag.core.fallbacks import NOTICES
 
     NOTICES.forget()
     yield
@@ -133,9 +133,9 @@ def fresh_fallback_notices():
 
 @pytest.fixture(autouse=True)
 def fresh_caches():
-    """After each test, every process-wide cache of the package is emptied (``specrag.caches``):
+    """After each test, every process-wide cache of the package is emptied (``specrag.core.caches``):
     no test sees what an earlier one left there. ~20 us a test, plus the refills (under a ms each)."""
     yield
-    from specrag import caches
+    from specrag.core import caches
 
     caches.reset_all()

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import pytest
-
-from specrag.analysis import (QUERY_STOPWORDS, identifier_parts, identifier_words, index_tokens, normalise,
-                               query_terms, question_tokens, split_identifier, with_identifier_parts)
+from specrag.core.analysis import (
+    QUERY_STOPWORDS,
+    identifier_parts,
+    identifier_words,
+    index_tokens,
+    normalise,
+    query_terms,
+    question_tokens,
+    split_identifier,
+    with_identifier_parts,
+)
 
 
 @pytest.mark.parametrize("text,parts", [

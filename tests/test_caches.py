@@ -1,4 +1,4 @@
-"""Every process-wide cache is registered in ``specrag.caches`` and ``reset_all()`` empties it."""
+"""Every process-wide cache is registered in ``specrag.core.caches`` and ``reset_all()`` empties it."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import ast
 import importlib
 
 import pytest
-
-from specrag import caches
-
 from source_tree import module_files
+from specrag.core import caches
 
 CACHE_DECORATORS = {"lru_cache", "cache"}  # functools' (bare, called or as functools.x)
 
@@ -58,7 +56,7 @@ def registered():
     """The registry once every module that defines a functools cache (and the known holders of
     other caches) is imported."""
     for name in {d.rsplit(".", 1)[0] for d in all_cached_definitions()} | {
-            "specrag.specs.yaml_dump", "specrag.index.embeddings", "specrag.specs.ingest", "specrag.fallbacks"}:
+            "specrag.specs.yaml_dump", "specrag.index.embeddings", "specrag.specs.ingest", "specrag.core.fallbacks"}:
         while name:
             try:
                 importlib.import_module(name)
@@ -85,13 +83,13 @@ def test_every_functools_cache_in_the_package_is_registered(registered):
     not_decorated = [name for name, decorators in found.items() if "register" not in decorators]
     assert not not_decorated, f"put @caches.register above these functools caches: {not_decorated}"
     unregistered = sorted(set(found) - set(registered))
-    assert not unregistered, f"caches that are not in specrag.caches.registered(): {unregistered}"
+    assert not unregistered, f"caches that are not in specrag.core.caches.registered(): {unregistered}"
 
 
 # How to put an entry in a cache whose arguments the generic tries below do not fit.
 FILL = {
-    "specrag.versions.package_versions": lambda f: f(("specrag",)),
-    "specrag.fallbacks.NOTICES": lambda notices: notices._told.add(("select", "test")),
+    "specrag.core.versions.package_versions": lambda f: f(("specrag",)),
+    "specrag.core.fallbacks.NOTICES": lambda notices: notices._told.add(("select", "test")),
 }
 TRIES = [(), ("getMovieCredits",), ("movie_id", "[]")]
 

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore
-
-from specrag.context import CutRef, KnowledgeContext, RetrievalStats
-from specrag.engine import retrieval_stats
-from specrag.nodes import chunk_to_node
-from specrag.render import describe, render_markdown
+from specrag.context.knowledge import CutRef, KnowledgeContext, RetrievalStats
+from specrag.context.nodes import chunk_to_node
+from specrag.core.records import (
+    AddedStep,
+    ApiSelection,
+    Fallback,
+    LLMCall,
+    QueryExpansion,
+    ReferenceExpansion,
+    SearchResult,
+    StageMode,
+)
+from specrag.engine.markdown import describe, render_markdown
+from specrag.engine.query_engine import retrieval_stats
 from specrag.specs.models import Chunk, ChunkType
 from specrag.stages.ref_expand import ReferenceExpander
-from specrag.stages.results import (AddedStep, ApiSelection, Fallback, LLMCall, QueryExpansion, ReferenceExpansion,
-                                     SearchResult, StageMode)
 
 POST = "users:paths/~1users/post"
 USER = "users:components/schemas/User"
@@ -54,7 +61,7 @@ def _selection() -> ApiSelection:
 
 def _context(max_depth: int = 1) -> KnowledgeContext:
     chunks = _chunks()
-    expansion = ReferenceExpander(lookup=DictLookup(chunks), max_depth=max_depth).expand(
+    expansion = ReferenceExpander(lookup=DictLookup(chunks), max_depth=max_depth).follow_references(
         [NodeWithScore(node=chunk_to_node(chunks[0]), score=0.0325)])
     stats = retrieval_stats([], _selection(), QueryExpansion(expanded_query=QUERY), SearchResult(ranking=[POST]),
                             expansion)

@@ -1,4 +1,4 @@
-"""The exception tree in ``specrag.errors``'s docstring is the package's: every exception class of
+"""The exception tree in ``specrag.core.errors``'s docstring is the package's: every exception class of
 pipeline/ and evals/ is drawn there, in its module, under its own base class, and each is a
 ``SpecragError`` unless it is listed as internal control flow."""
 
@@ -11,10 +11,9 @@ import inspect
 import re
 from typing import NamedTuple
 
-import specrag.errors
-from specrag.errors import SpecragError
-
+import specrag.core.errors
 from source_tree import module_files
+from specrag.core.errors import SpecragError
 
 BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
                       if inspect.isclass(value) and issubclass(value, BaseException)}
@@ -68,7 +67,7 @@ def modules_with_exceptions(known: set[str]) -> set[str]:
 def exception_classes() -> list[type[BaseException]]:
     """Every exception class the package's modules define (those modules imported to see them)."""
     classes = []
-    for name in sorted(modules_with_exceptions(set(drawn_tree(specrag.errors.__doc__)))):
+    for name in sorted(modules_with_exceptions(set(drawn_tree(specrag.core.errors.__doc__)))):
         module = importlib.import_module(name)
         classes += [value for value in vars(module).values() if inspect.isclass(value)
                     and issubclass(value, BaseException) and value.__module__ == module.__name__]
@@ -83,22 +82,22 @@ def test_the_parser_reads_a_tree():
            "Internal control flow, ...\n\n"
            "    D                    z             what D is\n"
            "                                      continued\n")
-    assert drawn_tree(doc) == {"Root": Drawn("specrag.errors", None, None, False),
-                               "A": Drawn("specrag.errors", "Root", "ValueError", False),
+    assert drawn_tree(doc) == {"Root": Drawn("specrag.core.errors", None, None, False),
+                               "A": Drawn("specrag.core.errors", "Root", "ValueError", False),
                                "B": Drawn("specrag.x.y", "A", None, False),
                                "C": Drawn("specrag.x", "Root", None, False),
                                "D": Drawn("specrag.z", None, None, True)}
 
 
 def test_every_exception_class_is_drawn_under_its_base():
-    drawn = drawn_tree(specrag.errors.__doc__)
+    drawn = drawn_tree(specrag.core.errors.__doc__)
     classes = exception_classes()
     assert len(classes) >= 31, "the walk must see the package's exception classes"
     wrong = []
     for cls in classes:
         where = drawn.get(cls.__name__)
         if where is None:
-            wrong.append(f"{cls.__module__}.{cls.__name__} is not drawn in specrag.errors' docstring")
+            wrong.append(f"{cls.__module__}.{cls.__name__} is not drawn in specrag.core.errors' docstring")
             continue
         if where.module != cls.__module__:
             wrong.append(f"{cls.__name__} is drawn in {where.module}, defined in {cls.__module__}")
@@ -119,7 +118,7 @@ def test_every_exception_class_is_drawn_under_its_base():
 
 
 def test_every_drawn_class_exists():
-    for name, where in drawn_tree(specrag.errors.__doc__).items():
+    for name, where in drawn_tree(specrag.core.errors.__doc__).items():
         cls = getattr(importlib.import_module(where.module), name, None)
         assert inspect.isclass(cls) and issubclass(cls, BaseException), f"{where.module}.{name} is drawn but not defined"
         assert cls.__module__ == where.module, f"{name} is defined in {cls.__module__}, drawn in {where.module}"

@@ -1,11 +1,14 @@
-"""No import cycles among the modules of pipeline/ and evals/ (lazy, function-level imports count too)."""
+"""The import structure: no cycles among the modules of pipeline/ and evals/ (lazy, function-level imports
+count too), and folders that are layers, each importing only from the layers below it."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-from source_tree import module_files
+from source_tree import ROOT, module_files
+
+ROOT_FOLDER = ROOT / "pipeline"
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -54,5 +57,65 @@ def test_the_walker_finds_a_cycle_when_there_is_one():
 def test_no_import_cycles_in_the_package():
     modules = module_files()
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
-    assert len(graph) > 40 and graph["specrag.engine"], "the walker must see the project's modules"
+    assert len(graph) > 40 and graph["specrag.engine.query_engine"], "the walker must see the project's modules"
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+
+
+# The package's layers, lowest first (docs/architecture.md draws them). A folder imports only from
+# the layers below its own; folders that share a layer do not import each other.
+LAYERS = [
+    {"core"},             # records and kernels: errors, settings, ids, stage records, tokens, analysis, fusion, BM25, LLM
+    {"graph"},            # the call-dependency graph inferred from operations
+    {"specs"},            # loading, parsing and chunking specs
+    {"context"},          # the output contract: KnowledgeContext, chunk <-> node
+    {"catalog"},          # the catalog and per-API indexes
+    {"index"},            # the store: local index, Chroma, builds, the workspace
+    {"stages"},           # the query stages as LlamaIndex components
+    {"engine"},           # the engine, plans, agentic retrieval, graph queries, rendering
+    {"serve", "evals"},   # HTTP and MCP; the eval harness
+    {"bench"},            # benchmarks
+    {"cli"},              # the command line
+]
+
+
+def folder_of(module: str) -> str:
+    """The top-level folder (layer unit) of a module: specrag.index.store -> index; specrag.evals.x -> evals."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "(package)"
+
+
+def layer_violations(graph: dict[str, set[str]], layers: list[set[str]]) -> list[str]:
+    rank = {folder: i for i, members in enumerate(layers) for folder in members}
+    found = []
+    for module, targets in graph.items():
+        source = folder_of(module)
+        if source == "(package)":
+            continue  # specrag/__init__.py exports the public names of every layer
+        for target in targets:
+            folder = folder_of(target)
+            if folder != source and rank.get(folder, len(layers)) >= rank.get(source, -1):
+                found.append(f"{module} ({source}) imports {target} ({folder})")
+    return sorted(found)
+
+
+def test_the_layer_check_finds_an_upward_and_a_sideways_import():
+    graph = {"specrag.core.a": {"specrag.index.b"}, "specrag.serve.c": {"specrag.evals.d"},
+             "specrag.index.b": {"specrag.core.a"}}
+    assert layer_violations(graph, LAYERS) == ["specrag.core.a (core) imports specrag.index.b (index)",
+                                               "specrag.serve.c (serve) imports specrag.evals.d (evals)"]
+
+
+def test_every_folder_of_the_package_has_a_layer():
+    folders = {folder_of(m) for m in module_files()} - {"(package)"}
+    assert folders == set().union(*LAYERS), "place a new folder in LAYERS (and in docs/architecture.md)"
+
+
+def test_folders_import_only_from_the_layers_below():
+    modules = module_files()
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    assert layer_violations(graph, LAYERS) == []
+
+
+def test_the_package_root_holds_only_the_public_exports():
+    root = ROOT_FOLDER
+    assert sorted(p.name for p in root.glob("*.py")) == ["__init__.py"]

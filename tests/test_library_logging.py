@@ -1,6 +1,6 @@
 """The library configures no logging: a host application that imports it, indexes and queries
 keeps its root logger as it was and sees no bm25s debug lines (bm25s sets DEBUG on itself and
-attaches a root handler through ``logging.info`` unless neutralised, see ``specrag._quiet``)."""
+attaches a root handler through ``logging.info`` unless neutralised, see ``specrag.core.quiet``)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ def test_library_import_leaves_the_host_logging_alone(tmp_path):
     script = f"""
 import logging, sys
 from pathlib import Path
-from specrag.settings import Settings
-from specrag.workspace import update_index
-from specrag.factory import build_engine
+from specrag.core.settings import Settings
+from specrag.index.workspace import update_index
+from specrag.engine.factory import build_engine
 settings, _ = update_index(Settings(data_dir=Path({str(tmp_path / 'lib')!r}), embed_model="none"),
                            [Path({str(DEMO_SPECS)!r})], progress=False)
 build_engine(settings).retrieve_context("How do I create a user?")
@@ -37,8 +37,8 @@ print(len(logging.getLogger().handlers), logging.getLogger("bm25s").level)
 
 
 def test_bm25s_module_level_logging_goes_to_its_own_logger(caplog):
-    import specrag  # noqa: F401  (installs the hook, whether bm25s was imported before or not)
     import bm25s.utils.corpus as corpus
+    import specrag  # noqa: F401  (installs the hook, whether bm25s was imported before or not)
 
     root_handlers = list(logging.getLogger().handlers)
     with caplog.at_level(logging.INFO, logger="bm25s"):

@@ -7,11 +7,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-
-from specrag import envfile
-from specrag.errors import SettingsError, SpecragError
-from specrag.settings import Settings
-from specrag.settings_errors import allowed
+from specrag.core import envfile
+from specrag.core.errors import SettingsError, SpecragError
+from specrag.core.settings import Settings
+from specrag.core.settings_errors import allowed
 
 SETTING_PREFIXES = ("SPECRAG_", "OPENAI_", "RETRIEVAL_", "CONTEXT_", "ENABLE_QUERY", "LOG_RETRIEVAL", "SELECTION_")
 
@@ -150,7 +149,7 @@ def _dotenv(tmp_path, text: str):
 def test_dotenv_url_withholds_the_environment_key(monkeypatch, tmp_path, caplog):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     path = _dotenv(tmp_path, "SPECRAG_LLM_BASE_URL=http://attacker.example/v1\n")
-    with caplog.at_level(logging.WARNING, logger="specrag.envfile"):
+    with caplog.at_level(logging.WARNING, logger="specrag.core.envfile"):
         settings = Settings(_env_file=path)
     assert settings.llm_base_url == "http://attacker.example/v1" and settings.openai_api_key is None
     assert settings.llm_configured  # still the .env's server, only without the key

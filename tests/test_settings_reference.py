@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 from pydantic import Field
-
-from specrag import settings_reference as ref
-from specrag.settings import Settings
+from specrag.core import settings_reference as ref
+from specrag.core.settings import Settings
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import llama_index.core
 from llama_index.core.utils import get_tokenizer, set_global_tokenizer
-
-from specrag.tokens import SegmentTokenCounter, count_tokens
+from specrag.core.tokens import SegmentTokenCounter, count_tokens
 
 
 def test_counts_match_cl100k_and_ignore_a_users_global_tokenizer():

@@ -3,11 +3,10 @@
 from pathlib import Path
 
 import pytest
-
-from specrag.errors import IndexNotBuiltError
-from specrag.settings import Settings
-from specrag.settings_errors import SettingsError
-from specrag.workspace import CURRENT, corpus_key, corpus_settings
+from specrag.core.errors import IndexNotBuiltError
+from specrag.core.settings import Settings
+from specrag.core.settings_errors import SettingsError
+from specrag.index.workspace import CURRENT, corpus_key, corpus_settings
 
 
 def test_default_tenant_keeps_corpora_under_the_data_dir(tmp_path):

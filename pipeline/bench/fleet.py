@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-
 from specrag.specs.limits import SpecLimits
 from specrag.specs.loader import SpecSource
 

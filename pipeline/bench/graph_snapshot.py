@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-
-from specrag.plan import plan_operations
+from specrag.engine.plan import plan_operations
 from specrag.specs.models import ApiChunks, ChunkType
 
 PLANS_PER_API = 200  # operations whose plan is fingerprinted (the first ones by id)

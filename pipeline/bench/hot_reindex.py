@@ -19,8 +19,7 @@ from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, Field
-
-from specrag.specs.ids import HTTP_METHODS
+from specrag.core.ids import HTTP_METHODS
 
 PROBE_EVERY_S = 0.2
 

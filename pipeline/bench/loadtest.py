@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 from pydantic import BaseModel, Field
-
 from specrag.bench.hot_reindex import HotReindex, ReindexReport, probe, reindex
-from specrag.errors import SpecragError
+from specrag.core.errors import SpecragError
 
 READY_TIMEOUT_S = 300
 

@@ -22,10 +22,17 @@ from pathlib import Path
 
 from specrag.bench.fleet import copy_corpus, disk_mb, edit_one_spec
 from specrag.bench.reindex import ReindexRequest, ReindexResult
-from specrag.bench.report import BenchReport, Latency, Machine, Reindex, chunk_count, ratio
+from specrag.bench.report import (
+    BenchReport,
+    Latency,
+    Machine,
+    Reindex,
+    chunk_count,
+    ratio,
+)
 from specrag.bench.serve import ServeRequest, ServeResult, peak_rss_mb
-from specrag.errors import SpecragError
-from specrag.settings import Settings
+from specrag.core.errors import SpecragError
+from specrag.core.settings import Settings
 
 # the demo set shipped in the package; found without importing specrag.evals (it loads the engine's records)
 DEFAULT_QUERIES = Path(find_spec("specrag.evals").submodule_search_locations[0]) / "sets" / "demo.jsonl"
@@ -41,7 +48,7 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
     """Build (fresh or incremental), re-index after editing one spec (fresh builds only), then
     serve ``queries`` warm in child processes and report. ``copy=False``: ``corpus`` is already a
     private copy that may be edited."""
-    from specrag.workspace import update_index
+    from specrag.index.workspace import update_index
 
     if not queries:
         raise BenchError("no queries to time: pass --queries SET.jsonl with at least one line")

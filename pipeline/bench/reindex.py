@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-
 from specrag.bench.serve import peak_rss_mb
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 
 
 class ReindexRequest(BaseModel):
@@ -32,7 +31,7 @@ class ReindexResult(BaseModel):
 
 
 def reindex(request: ReindexRequest) -> ReindexResult:
-    from specrag.workspace import update_index
+    from specrag.index.workspace import update_index
 
     started = time.perf_counter()
     _, run = update_index(Settings(**request.settings), [Path(p) for p in request.paths], progress=False)

@@ -7,7 +7,6 @@ import platform
 
 import numpy as np
 from pydantic import BaseModel, Field
-
 from specrag.bench.reindex import ReindexResult
 from specrag.bench.serve import BASELINE_TOP_K, STAGES
 

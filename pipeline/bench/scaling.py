@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel
-
 from specrag.bench.fleet import sample, spec_files, write_fleet
 from specrag.bench.report import BenchReport
-from specrag.errors import SpecragError
-from specrag.settings import Settings
+from specrag.core.errors import SpecragError
+from specrag.core.settings import Settings
 
 
 class ScalePoint(BaseModel):

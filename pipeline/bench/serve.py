@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 
 BASELINE_TOP_K = 5
 STAGES = ("select", "expand", "search", "refs", "assemble", "total")
@@ -60,7 +59,6 @@ def peak_rss_mb() -> float:
 def _baseline(store, top_k: int):
     """A plain ``VectorStoreIndex`` top-k retriever over our Chroma collection, or (None, why)."""
     from llama_index.core import VectorStoreIndex
-
     from specrag.index.store import HYBRID
 
     if store.embed_model is None:
@@ -75,7 +73,7 @@ def _baseline(store, top_k: int):
 
 def serve(request: ServeRequest) -> ServeResult:
     """Open the engine over the built index and time every query (ours, then the baseline)."""
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
     from specrag.index.store import ChunkStore
     from specrag.serve.concurrency import freeze_loaded
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict, deque
 
-from specrag.catalog.models import ApiIndex, CatalogEntry, DomainGroup, EndpointEntry, SchemaEntry, SchemaUse
-from specrag.specs.ids import base_chunk_id
+from specrag.catalog.models import (
+    ApiIndex,
+    CatalogEntry,
+    DomainGroup,
+    EndpointEntry,
+    SchemaEntry,
+    SchemaUse,
+)
+from specrag.core.ids import base_chunk_id
 from specrag.specs.models import ApiChunks, Chunk, ChunkType
 from specrag.specs.render import clip, strip_markdown
 

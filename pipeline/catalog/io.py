@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
+from pathlib import Path
 from typing import Callable, NamedTuple
 
 from pydantic import BaseModel, Field
-
-from specrag.atomic import write_atomic
 from specrag.catalog.build import api_index, catalog_entry
 from specrag.catalog.models import ApiIndex, Catalog, CatalogEntry
 from specrag.catalog.snapshot import CatalogSnapshot
-from specrag.errors import IndexDamagedError, IndexNotBuiltError
+from specrag.core.atomic import write_atomic
+from specrag.core.errors import IndexDamagedError, IndexNotBuiltError
 from specrag.graph.models import ApiGraph
 from specrag.specs.models import ApiChunks, ApiInfo, Chunk, RefStats
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from enum import Enum
 
 from pydantic import BaseModel, Field
-
 from specrag.graph.models import ResourceEntry
 
 

@@ -21,7 +21,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from specrag.errors import IndexDamagedError
+from specrag.core.errors import IndexDamagedError
 
 SNAPSHOT_PREFIX, SNAPSHOT_SUFFIX = "catalogs-", ".zip"
 

@@ -17,13 +17,13 @@ import sys
 from specrag.cli import bench, evaluate, graph, ingest, query, serve
 from specrag.cli.common import CommandParser, build_settings
 from specrag.cli.output import cli_logging, reader_gone, safe_streams
-from specrag.errors import SpecragError
+from specrag.core.errors import SpecragError
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
 
 
 def parser() -> argparse.ArgumentParser:
-    from specrag.versions import package_versions
+    from specrag.core.versions import package_versions
 
     root = argparse.ArgumentParser(prog="specrag", description=__doc__.splitlines()[0])
     version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")

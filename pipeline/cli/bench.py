@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from specrag.cli.common import add_common
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -30,11 +30,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.evals.querysets import load_query_sets
-
     from specrag.bench.query import DEFAULT_QUERIES, BenchError, run_bench
     from specrag.bench.report import format_bench
     from specrag.cli.output import print_json, show_progress
+    from specrag.evals.querysets import load_query_sets
 
     if args.repeats < 1:
         raise BenchError("--repeats must be at least 1")

@@ -7,10 +7,9 @@ import sys
 from pathlib import Path
 
 from pydantic import BaseModel
-
 from specrag.cli.output import show_progress
-from specrag.envfile import explicit_env_file
-from specrag.settings import Settings
+from specrag.core.envfile import explicit_env_file
+from specrag.core.settings import Settings
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -85,8 +84,8 @@ def offline(settings: Settings) -> Settings:
 
 def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None):
     """(corpus settings, engine); ``corpus`` is indexed first (incrementally), else the last one is used."""
-    from specrag.factory import build_engine
-    from specrag.workspace import synced_corpus_settings, update_index
+    from specrag.engine.factory import build_engine
+    from specrag.index.workspace import synced_corpus_settings, update_index
 
     if corpus:
         local, _ = update_index(settings, corpus, progress=show_progress(args))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from specrag.cli.common import add_common, offline, open_engine
 from specrag.cli.output import print_json, show_progress
-from specrag.errors import SpecragError
-from specrag.settings import DEFAULT_PROMPTS_PACKAGE, Settings
+from specrag.core.errors import SpecragError
+from specrag.core.settings import DEFAULT_PROMPTS_PACKAGE, Settings
 
 EXIT_LLM_ALL_FAILED = 3
 
@@ -45,7 +45,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def compare(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.evals.compare import compare as compare_runs, format_comparison
+    from specrag.evals.compare import compare as compare_runs
+    from specrag.evals.compare import format_comparison
 
     comparison = compare_runs(args.run_a, args.run_b)
     if args.json:
@@ -67,10 +68,15 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
         raise SpecragError("--mode llm needs OPENAI_API_KEY or SPECRAG_LLM_BASE_URL (an OpenAI-compatible server)")
     queries = load_query_sets([Path(s) for s in args.sets])
     local, engine = open_engine(args, settings, args.corpus)
-    store = engine.references.lookup
+    store = engine.lookup
     baselines, contexts = [], None
     if args.baseline == "flat":
-        from specrag.evals.baselines import ChunkFlatBaseline, ContextAssembler, FlatBaseline, OracleBm25Baseline
+        from specrag.evals.baselines import (
+            ChunkFlatBaseline,
+            ContextAssembler,
+            FlatBaseline,
+            OracleBm25Baseline,
+        )
 
         baselines = [FlatBaseline.build(store, local.data_dir / "baselines"), ChunkFlatBaseline(store)]
         baselines += [OracleBm25Baseline(store)] if args.setting == "oracle" else []
@@ -95,7 +101,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
 def every_llm_call_failed(run) -> bool:
     """At least one LLM call was made, and each one ended in a fallback (a cached answer was a success)."""
-    from specrag.llm import CALL_FAILURE_REASONS
+    from specrag.core.llm import CALL_FAILURE_REASONS
 
     calls = sum(q.llm.calls for q in run.queries)
     failed = sum(1 for q in run.queries for f in q.fallbacks if f.reason in CALL_FAILURE_REASONS)

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel
-
-from specrag.api_models import AgenticRetrievalRequest
 from specrag.cli.common import add_common, field_range, number_in, open_engine
-from specrag.settings import Settings
+from specrag.core.api_models import AgenticRetrievalRequest
+from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +45,7 @@ def _corpus(p: argparse.ArgumentParser) -> None:
 
 
 def plan(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.plan import render_plan
+    from specrag.engine.plan import render_plan
 
     _, engine = open_engine(args, settings, args.corpus)
     apis = [a.strip() for a in args.apis.split(",") if a.strip()] if args.apis else None

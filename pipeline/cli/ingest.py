@@ -14,7 +14,7 @@ from pathlib import Path
 
 from specrag.cli.common import add_common, format_ingest_report
 from specrag.cli.output import print_json, show_progress
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -32,10 +32,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def ingest(args: argparse.Namespace, settings: Settings) -> int:
     from specrag.catalog.io import RenderedApi, render_api, write_catalogs
+    from specrag.index.workspace import corpus_settings
     from specrag.specs.ingest import ingest_paths, no_usable_spec, require_spec_files
     from specrag.specs.limits import SpecLimits
     from specrag.specs.pool import gc_paused
-    from specrag.workspace import corpus_settings
 
     require_spec_files(args.paths)  # nothing to read: say so, without an empty report first
     rendered: dict[str, RenderedApi] = {}
@@ -62,7 +62,7 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def index(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.workspace import update_index
+    from specrag.index.workspace import update_index
 
     local, run = update_index(settings, args.paths, progress=show_progress(args))
     idx = run.index

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from specrag.cli.common import add_common, open_engine
 from specrag.cli.output import print_json, text_argument
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def query(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.render import render_markdown
+    from specrag.engine.markdown import render_markdown
 
     question = text_argument(args.question)
     _, engine = open_engine(args, settings, args.corpus)

@@ -8,10 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from specrag.api_models import BasicRetrievalRequest
 from specrag.cli.common import add_common, field_range, number_in
-from specrag.errors import SpecragError
-from specrag.settings import Settings
+from specrag.core.api_models import BasicRetrievalRequest
+from specrag.core.errors import SpecragError
+from specrag.core.settings import Settings
 
 WORKER_ARGS = "SPECRAG_SERVE_WORKER_ARGS"  # the command line, for `serve --workers` processes (set by the parent)
 _WORKER_FIELDS = ("kb", "host", "port", "data_dir", "catalog_dir", "tenant", "env_file", "verbose")
@@ -142,9 +142,8 @@ def _serve_workers(args: argparse.Namespace, settings: Settings, workers: int) -
     import tempfile
 
     import uvicorn
-
+    from specrag.index.workspace import corpus_key
     from specrag.serve.metrics import MULTIPROCESS_DIR
-    from specrag.workspace import corpus_key
 
     served = {name: getattr(args, name, None) for name in _WORKER_FIELDS}
     served["kb"] = [*(args.kb or []), *(corpus_key(paths) for paths in args.corpus or [])]
@@ -177,7 +176,6 @@ def worker_app():
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
     import anyio
-
     from specrag.serve.graph_wiring import mcp_tools
     from specrag.serve.mcp_http import streamable_http_app
     from specrag.serve.mcp_server import create_mcp_server, run_stdio
@@ -215,8 +213,15 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     from contextlib import ExitStack
 
     from specrag.bench.hot_reindex import HotReindex, prepare
-    from specrag.bench.loadtest import LoadSpec, free_port, format_report, load_queries, run_load, served
-    from specrag.workspace import corpus_key
+    from specrag.bench.loadtest import (
+        LoadSpec,
+        format_report,
+        free_port,
+        load_queries,
+        run_load,
+        served,
+    )
+    from specrag.index.workspace import corpus_key
 
     if importlib.util.find_spec("aiohttp") is None:
         raise SpecragError("bench-serve needs the load generator's client: pip install 'specrag[load]'")
@@ -249,7 +254,7 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def api_key(args: argparse.Namespace, settings: Settings) -> int:
     """The key is printed once, on stdout; only its SHA-256 is written."""
-    from specrag.atomic import write_atomic
+    from specrag.core.atomic import write_atomic
     from specrag.serve.keys import KeysFile, new_key_entry, read_keys_file
 
     key, entry = new_key_entry(args.key_tenant)

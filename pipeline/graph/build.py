@@ -25,7 +25,13 @@ from __future__ import annotations
 from collections import defaultdict
 
 from specrag.graph.links import StatedLink
-from specrag.graph.models import ApiGraph, DependencyEdge, EdgeSource, OperationDeps, ResourceEntry
+from specrag.graph.models import (
+    ApiGraph,
+    DependencyEdge,
+    EdgeSource,
+    OperationDeps,
+    ResourceEntry,
+)
 from specrag.graph.naming import id_subject, is_id_name, name_words, type_match
 
 MAX_PRODUCERS = 16

@@ -21,8 +21,15 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Optional
 
 from specrag.graph.models import OperationDeps, ParamNeed, ProducedField
-from specrag.graph.naming import (id_subject, is_id_name, param_resources, query_resources, static_segments,
-                                   type_label, type_words)
+from specrag.graph.naming import (
+    id_subject,
+    is_id_name,
+    param_resources,
+    query_resources,
+    static_segments,
+    type_label,
+    type_words,
+)
 
 # (ref, base) -> (target value, its base, the target's name) or None when it cannot be read
 Resolve = Callable[[str, Any], Optional[tuple[Any, Any, str]]]

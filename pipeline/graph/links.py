@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator, NamedTuple
 
+from specrag.core.ids import HTTP_METHODS, pointer_to_tokens
 from specrag.graph.infer import Resolve, _deref, success_responses
-from specrag.specs.ids import HTTP_METHODS, pointer_to_tokens
 
 
 class StatedLink(NamedTuple):

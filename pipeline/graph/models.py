@@ -57,7 +57,7 @@ class DependencyEdge(BaseModel):
 
     def label(self) -> str:
         """``GET /search/movie -> results[].id -> {movie_id}``."""
-        from specrag.specs.ids import parse_operation_id
+        from specrag.core.ids import parse_operation_id
 
         producer = parse_operation_id(self.producer)
         what = f"{producer[2]} {producer[1]}" if producer else self.producer

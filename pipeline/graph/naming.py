@@ -12,9 +12,8 @@ import re
 from functools import lru_cache
 
 import inflection
-
-from specrag import caches
-from specrag.analysis import identifier_words
+from specrag.core import caches
+from specrag.core.analysis import identifier_words
 
 # The words that make a name an identifier, in any API: ``id``, ``movie_id``, ``petId``, ``uuid``.
 ID_WORDS = frozenset({"id", "ids", "uuid", "guid", "identifier"})

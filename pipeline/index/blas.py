@@ -14,9 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
+from specrag.core import caches
 from threadpoolctl import ThreadpoolController
-
-from specrag import caches
 
 
 @caches.register

@@ -25,11 +25,10 @@ import shutil
 import time
 
 from pydantic import BaseModel, Field
-from tqdm import tqdm
-
 from specrag.catalog.io import served_files
 from specrag.catalog.snapshot import remove_stale_snapshots, write_snapshot
-from specrag.errors import EmbedModelUnavailableError
+from specrag.core.errors import EmbedModelUnavailableError
+from specrag.core.settings import Settings
 from specrag.index.chroma_rows import ChromaRows
 from specrag.index.embeddings import NO_EMBEDDINGS, embed_model_id
 from specrag.index.lexical import LEXICAL_VERSION
@@ -37,9 +36,9 @@ from specrag.index.manifest import ApiEntry, ApiState, IndexShape, Manifest
 from specrag.index.pack_writer import NewApi, write_generation
 from specrag.index.store import LOCAL_DIR, ChunkStore
 from specrag.index.vector_reuse import VectorSource, embed_text, text_hash
-from specrag.settings import Settings
 from specrag.specs.chunker import CHUNKER_VERSION
 from specrag.specs.models import ApiChunks
+from tqdm import tqdm
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,6 @@ import time
 from typing import Callable
 
 import numpy as np
-
 from specrag.index.vector_reuse import hash_hex, text_hash
 from specrag.specs.models import ApiChunks, Chunk
 

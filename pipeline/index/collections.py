@@ -21,8 +21,8 @@ from contextlib import closing, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from specrag.errors import ChromaUnavailableError
-from specrag.settings import DEFAULT_TENANT, Settings
+from specrag.core.errors import ChromaUnavailableError
+from specrag.core.settings import DEFAULT_TENANT, Settings
 
 OWNER, TENANT, EMBED_MODEL, PUBLISHED = "specrag_corpus", "specrag_tenant", "specrag_embed_model", "specrag_generation"
 FILES_SUFFIX = ".files"
@@ -151,9 +151,8 @@ def session_timeout(client) -> float | None:
 
 def _ensure_tenant(settings: Settings, tenant: str, database: str) -> None:
     import chromadb
-    from chromadb.errors import NotFoundError
-
     from chromadb.config import Settings as ChromaSettings
+    from chromadb.errors import NotFoundError
 
     admin = chromadb.AdminClient(ChromaSettings(
         anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",

@@ -19,8 +19,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specrag import caches
-from specrag.settings import Settings
+from specrag.core import caches
+from specrag.core.settings import Settings
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding

@@ -1,4 +1,4 @@
-"""The lexical side of the local index: BM25 over term postings (terms from specrag.analysis).
+"""The lexical side of the local index: BM25 over term postings (terms from specrag.core.analysis).
 
 Scores are bm25s's (Lucene variant: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), k1 1.5, b 0.75),
 but computed at query time from stored term frequencies instead of precomputed per document.
@@ -15,16 +15,15 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
+from specrag.core.analysis import index_tokens, query_terms
 
-from specrag.analysis import index_tokens, query_terms
-
-LEXICAL_VERSION = "2"  # bump when specrag.analysis changes index terms: stored search texts are re-tokenized
+LEXICAL_VERSION = "2"  # bump when specrag.core.analysis changes index terms: stored search texts are re-tokenized
 K1, B = 1.5, 0.75
 __all__ = ["LEXICAL_VERSION", "Postings", "document_terms", "query_terms", "top_k"]
 
 
 def document_terms(texts: list[str]) -> list[list[str]]:
-    """Index-side terms of each text (specrag.analysis: identifier parts, standard stopwords, stems)."""
+    """Index-side terms of each text (specrag.core.analysis: identifier parts, standard stopwords, stems)."""
     return index_tokens(texts, return_ids=False)
 
 

@@ -23,25 +23,29 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Set as AbstractSet
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-
+from specrag.core.ids import (
+    HTTP_METHODS,
+    base_chunk_id,
+    parse_operation_id,
+    parse_webhook_id,
+)
 from specrag.index.batching import BatchCoalescer
 from specrag.index.blas import one_blas_thread
 from specrag.index.bounded import BoundedRows, Estimate, best_rows, quantize
 from specrag.index.lexical import Postings, query_terms, top_k
 from specrag.index.pack import TYPE_ORDER, Pack
-from specrag.specs.ids import HTTP_METHODS, base_chunk_id, parse_operation_id, parse_webhook_id
 from specrag.specs.models import Chunk
 
 if TYPE_CHECKING:  # nodes are made for queries only: a build never imports LlamaIndex (~1.8 s)
     from llama_index.core.schema import NodeWithScore, TextNode
-
-    from specrag.nodes import RankedRows
+    from specrag.context.nodes import RankedRows
 
 STUB = "_stub"  # metadata flag of a node that carries only id, source_file and type
 RECORD_CACHE = 4096
@@ -271,7 +275,7 @@ class LocalIndex:
 
     def _hits(self, rows: np.ndarray, scores: np.ndarray, vector: bool, hydrate: bool) -> list[NodeWithScore] | RankedRows:
         """Ranked rows as hits: full nodes as ``NodeWithScore``, or (``hydrate=False``, for ranking
-        and fusion) the rows themselves, read as stub hits (:class:`~specrag.nodes.RankedRows`).
+        and fusion) the rows themselves, read as stub hits (:class:`~specrag.context.nodes.RankedRows`).
         The ``:partN`` rows of a split chunk carry the chunk's own search and embed texts: they come
         back as the chunk, once, at its best place (the reference expansion brings the other parts)."""
         chunk_rows = self._chunk_rows[rows]
@@ -281,7 +285,7 @@ class LocalIndex:
             chunk_rows, scores = chunk_rows[first], scores[first]
         scale = vector_score if vector else float
         if not hydrate:
-            from specrag.nodes import RankedRows
+            from specrag.context.nodes import RankedRows
 
             return RankedRows(self, chunk_rows, scores, scale)
         from llama_index.core.schema import NodeWithScore
@@ -333,13 +337,13 @@ class LocalIndex:
 
     def node(self, row: int) -> TextNode:
         """A new node each call (callers may change theirs), from the row's cached metadata."""
-        from specrag.nodes import text_node
+        from specrag.context.nodes import text_node
 
         node_id, text, metadata = self._node_parts(row)
         return text_node(node_id, text, dict(metadata))
 
     def _load_node_parts(self, row: int) -> tuple[str, str, dict]:
-        from specrag.nodes import node_parts
+        from specrag.context.nodes import node_parts
 
         # parsed here, not through the chunk cache: queries read operations as nodes, and their parsed
         # chunks (~25 KB, most of it producer edges as models) held 18 MB more after 1,500 varied

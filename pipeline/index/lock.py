@@ -12,8 +12,7 @@ import os
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-
-from specrag.errors import IndexBusyError
+from specrag.core.errors import IndexBusyError
 
 logger = logging.getLogger(__name__)
 

@@ -21,10 +21,9 @@ from enum import Enum
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
-
-from specrag.atomic import write_atomic
-from specrag.errors import IndexDamagedError, IndexFormatError
-from specrag.versions import package_versions
+from specrag.core.atomic import write_atomic
+from specrag.core.errors import IndexDamagedError, IndexFormatError
+from specrag.core.versions import package_versions
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 2

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
-
-from specrag.errors import IndexDamagedError
+from specrag.core.errors import IndexDamagedError
 
 PACK_FORMAT = 1
 HEADER = "pack.json"

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from specrag.index.lexical import LEXICAL_VERSION, document_terms
 from specrag.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, seal
 from specrag.specs.models import Chunk

@@ -17,9 +17,15 @@ import logging
 import zlib
 from pathlib import Path
 
-from specrag.index.collections import EMBED_MODEL, PUBLISHED, files_name, open_collection, owner_metadata
+from specrag.core.settings import Settings
+from specrag.index.collections import (
+    EMBED_MODEL,
+    PUBLISHED,
+    files_name,
+    open_collection,
+    owner_metadata,
+)
 from specrag.index.manifest import MANIFEST_NAME
-from specrag.settings import Settings
 
 logger = logging.getLogger(__name__)
 

@@ -17,18 +17,23 @@ import time
 import zlib
 
 import numpy as np
-
-from specrag.atomic import write_atomic
 from specrag.catalog.io import served_files
 from specrag.catalog.snapshot import remove_stale_snapshots, write_snapshot
-from specrag.errors import IndexDamagedError
+from specrag.core.atomic import write_atomic
+from specrag.core.errors import IndexDamagedError
+from specrag.core.settings import Settings
 from specrag.index.builder import digest_chunks
-from specrag.index.collections import PUBLISHED, check_owner, collection_name, files_name, served_corpora
+from specrag.index.collections import (
+    PUBLISHED,
+    check_owner,
+    collection_name,
+    files_name,
+    served_corpora,
+)
 from specrag.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
 from specrag.index.pack_writer import NewApi, write_generation
 from specrag.index.publish import local_path, read_files
 from specrag.index.store import LOCAL_DIR, ChunkStore
-from specrag.settings import Settings
 from specrag.specs.models import Chunk
 
 logger = logging.getLogger(__name__)

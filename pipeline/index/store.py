@@ -27,23 +27,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specrag.catalog.snapshot import CatalogSnapshot
-from specrag.errors import ChromaUnavailableError, IndexDamagedError, IndexFormatError
+from specrag.core.errors import (
+    ChromaUnavailableError,
+    IndexDamagedError,
+    IndexFormatError,
+)
+from specrag.core.ids import split_chunk_id
+from specrag.core.settings import Settings
 from specrag.index.batching import BatchCoalescer
-from specrag.index.collections import (check_owner, collection_name, open_collection, remove_orphan_segments,
-                                        server_client)
-from specrag.index.embeddings import Embedder, as_embedder, build_embedder, embed_model_id, embed_queries
+from specrag.index.collections import (
+    check_owner,
+    collection_name,
+    open_collection,
+    remove_orphan_segments,
+    server_client,
+)
+from specrag.index.embeddings import (
+    Embedder,
+    as_embedder,
+    build_embedder,
+    embed_model_id,
+    embed_queries,
+)
 from specrag.index.local import STUB, LocalIndex, unit_vector
 from specrag.index.manifest import Manifest, load_manifest, save_manifest
-from specrag.settings import Settings
-from specrag.specs.ids import split_chunk_id
 from specrag.specs.models import Chunk
 
 if TYPE_CHECKING:  # builds never import LlamaIndex (~1.8 s); queries have it loaded already
-    from llama_index.core.base.embeddings.base import BaseEmbedding
     import numpy as np
+    from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.schema import NodeWithScore
-
-    from specrag.nodes import Hit, RankedRows
+    from specrag.context.nodes import Hit, RankedRows
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +208,7 @@ class ChunkStore:
     def lexical_search(self, query: str, file_ids: list[str] | None, types: list[str] | None,
                        top_k: int, hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:
         """``hydrate=False`` returns the ranked rows, read as hits of stub nodes (id, source_file, type;
-        :class:`~specrag.nodes.RankedRows`): enough to rank and fuse."""
+        :class:`~specrag.context.nodes.RankedRows`): enough to rank and fuse."""
         allowed = self._allowed(file_ids)
         if not allowed or types == [] or methods == [] or self.local is None:
             return []
@@ -226,8 +240,7 @@ class ChunkStore:
     def hydrate(self, hits: Sequence[NodeWithScore] | Sequence[Hit]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
         from llama_index.core.schema import NodeWithScore
-
-        from specrag.nodes import as_node_with_score
+        from specrag.context.nodes import as_node_with_score
 
         def is_stub(hit: NodeWithScore | Hit) -> bool:  # flagged, or any node without text
             return bool(hit.node.metadata.get(STUB)) or not hit.node.get_content()

@@ -13,7 +13,6 @@ import hashlib
 import time
 
 import numpy as np
-
 from specrag.index.embeddings import Embedder
 from specrag.index.local import LocalIndex
 from specrag.specs.models import Chunk

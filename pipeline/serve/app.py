@@ -26,11 +26,13 @@ import fastapi_offline
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.openapi.docs import (
+    get_swagger_ui_html,
+    get_swagger_ui_oauth2_redirect_html,
+)
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-
-from specrag.errors import SpecragError
+from specrag.core.errors import SpecragError
 from specrag.serve.concurrency import serving_threads
 from specrag.serve.errors import http_status
 from specrag.serve.guard import MAX_BODY_BYTES, RequestGuard, rebinding_protection

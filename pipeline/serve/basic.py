@@ -14,14 +14,18 @@ import asyncio
 import time
 
 from llama_index.core.schema import NodeWithScore
-
-from specrag.api_models import (BasicRetrievalRequest, RetrievalResponse, RetrievalStep, RetrievedItem,
-                                 SearchMode)
+from specrag.context.nodes import node_to_chunk
+from specrag.core.api_models import (
+    BasicRetrievalRequest,
+    RetrievalResponse,
+    RetrievalStep,
+    RetrievedItem,
+    SearchMode,
+)
 from specrag.index.local import cosine_of
-from specrag.nodes import node_to_chunk
-from specrag.specs.models import Chunk
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.request_ids import new_request_id
+from specrag.specs.models import Chunk
 from specrag.stages.events import dispatcher
 from specrag.stages.query import SpecQuery
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from pydantic import ValidationError
-
-from specrag.errors import IndexNotBuiltError, SpecragError
+from specrag.core.errors import IndexNotBuiltError, SpecragError
 from specrag.serve.kbs import ForbiddenKnowledgeBase, UnknownKnowledgeBase
 from specrag.serve.lookup import NotFound
 from specrag.serve.tenancy import ForbiddenTenant, Unauthorized

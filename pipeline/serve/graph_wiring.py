@@ -9,11 +9,10 @@ import asyncio
 import weakref
 
 from fastapi import APIRouter
-
-from specrag.agentic.retriever import AgenticRetriever
-from specrag.api_models import AgenticRetrievalRequest, RetrievalResponse
-from specrag.graph.queries import ImpactReport
-from specrag.plan import Plan
+from specrag.core.api_models import AgenticRetrievalRequest, RetrievalResponse
+from specrag.engine.agentic.retriever import AgenticRetriever
+from specrag.engine.graph_queries import ImpactReport
+from specrag.engine.plan import Plan
 from specrag.serve.kbs import AmbiguousKnowledgeBase, KnowledgeBase, KnowledgeBases
 from specrag.serve.routes.agentic import agentic_router
 from specrag.serve.routes.plan import plan_router

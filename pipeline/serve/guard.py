@@ -21,7 +21,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import (
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse

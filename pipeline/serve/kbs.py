@@ -18,13 +18,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-
 from specrag.catalog.io import load_catalog
 from specrag.catalog.models import ApiIndex, Catalog
-from specrag.engine import ApiQueryEngine
-from specrag.errors import ChromaUnavailableError, IndexNotBuiltError, SpecragError
-from specrag.settings import DEFAULT_TENANT, Settings
-from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
+from specrag.core.errors import ChromaUnavailableError, IndexNotBuiltError, SpecragError
+from specrag.core.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
+from specrag.core.settings import DEFAULT_TENANT, Settings
+from specrag.engine.query_engine import ApiQueryEngine
 
 logger = logging.getLogger(__name__)
 OPERATION_NAMES_CACHE = 64
@@ -92,7 +91,7 @@ class KnowledgeBase:
     @classmethod
     def open(cls, store) -> "KnowledgeBase":
         """The knowledge base of an opened ``ChunkStore`` (its engine built here)."""
-        from specrag.factory import build_engine
+        from specrag.engine.factory import build_engine
 
         local = store.settings
         kb = cls(local.data_dir.name, local, build_engine(local, store=store), store)
@@ -236,8 +235,8 @@ class KnowledgeBases:
         go once built: serving reads only the local index."""
         from specrag.index.embeddings import build_embed_model
         from specrag.index.store import ChunkStore
+        from specrag.index.workspace import corpus_settings, update_index
         from specrag.specs.ingest import require_spec_files
-        from specrag.workspace import corpus_settings, update_index
 
         for paths in corpora:  # a wrong --corpus fails before the model loads or a folder is made
             require_spec_files(paths)

@@ -27,9 +27,8 @@ import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
-
-from specrag.errors import SpecragError
-from specrag.settings import TENANT_PATTERN, Settings
+from specrag.core.errors import SpecragError
+from specrag.core.settings import TENANT_PATTERN, Settings
 
 logger = logging.getLogger(__name__)
 HASH_PREFIX = "sha256:"

@@ -10,13 +10,13 @@ fragment). A chunk split into parts is returned whole; ``max_tokens`` cuts the t
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
-
 from specrag.catalog.models import CatalogEntry
-from specrag.errors import SpecragError
+from specrag.core.errors import SpecragError
+from specrag.core.ids import base_chunk_id, errors_chunk_id, operation_chunk_id
+from specrag.core.tokens import truncate_tokens
 from specrag.serve.kbs import KnowledgeBase
-from specrag.specs.ids import base_chunk_id, errors_chunk_id, operation_chunk_id
 from specrag.specs.models import Chunk
-from specrag.tokens import truncate_tokens
+
 
 class NotFound(SpecragError, LookupError):
     """An operation or schema that the API does not have."""

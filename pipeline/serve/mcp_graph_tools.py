@@ -11,7 +11,6 @@ from typing import Annotated, Awaitable, Callable
 
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field, create_model
-
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.mcp_models import Budgeted, KbId, TokenBudget, counted
 from specrag.serve.telemetry import Outcome

@@ -7,12 +7,11 @@ tools read them (``mcp_server.kbs_of``). Nothing here logs a header.
 
 from __future__ import annotations
 
-from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
-
 from specrag.serve.guard import rebinding_protection
 from specrag.serve.mcp_server import STATE_KEY
 from specrag.serve.tenancy import Tenants, Unauthorized
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
 
 
 def presented_key(headers: Headers) -> str | None:

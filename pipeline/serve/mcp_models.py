@@ -1,7 +1,7 @@
 """What the MCP tools return. Every result says how many cl100k tokens it holds and whether
 anything was left out (``truncated``), so an agent can budget its context.
 
-``tokens`` of a result is one count everywhere: the cl100k tokens (``specrag.tokens``) of the text
+``tokens`` of a result is one count everywhere: the cl100k tokens (``specrag.core.tokens``) of the text
 the client receives for it, the JSON text block the SDK writes (``tool_text``), this count included
 (:func:`counted` sets it). A chunk's or element's own ``tokens`` inside a result is the count of its
 ``text``, as the CLI and the HTTP service count it; ``context_tokens`` (get_context) and
@@ -15,12 +15,11 @@ from typing import Annotated, TypeVar
 
 import pydantic_core
 from pydantic import BaseModel, Field
-
-from specrag.api_models import KB_ID, KB_ID_OPTIONAL
+from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
+from specrag.core.records import CutRef
+from specrag.core.tokens import count_tokens
 from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
 from specrag.serve.routes.context import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
-from specrag.stages.results import CutRef
-from specrag.tokens import count_tokens
 
 KbId = Annotated[str | None, Field(max_length=200, description=KB_ID + KB_ID_OPTIONAL)]
 TokenBudget = Annotated[int | None, Field(ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,

@@ -23,25 +23,38 @@ from typing import Annotated, Any, Awaitable, Callable, TypeVar
 
 import anyio
 import mcp_types
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, Field, ValidationError
-
-from specrag.api_models import BasicRetrievalRequest, SearchMode
-from specrag.errors import SpecragError
+from specrag.context.knowledge import API_ID
+from specrag.core.api_models import BasicRetrievalRequest, SearchMode
+from specrag.core.errors import SpecragError
+from specrag.serve import lookup
 from specrag.serve.basic import BasicRetrieval
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.logs import request_id_var
-from specrag.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
-from specrag.serve import lookup
-from specrag.context import API_ID
-from specrag.serve.mcp_models import (ApiSearchResult, ContextChunkView, ContextResult, KbId, OperationHit,
-                                       OperationResult, OperationSearchResult, SchemaResult, TokenBudget, counted)
-from specrag.serve.routes.context import within_budget
+from specrag.serve.mcp_graph_tools import (
+    ImpactAnalysis,
+    Planner,
+    add_impact_tool,
+    add_plan_tool,
+)
+from specrag.serve.mcp_models import (
+    ApiSearchResult,
+    ContextChunkView,
+    ContextResult,
+    KbId,
+    OperationHit,
+    OperationResult,
+    OperationSearchResult,
+    SchemaResult,
+    TokenBudget,
+    counted,
+)
 from specrag.serve.request_ids import new_request_id
+from specrag.serve.routes.context import within_budget
 from specrag.serve.telemetry import Outcome, Telemetry
 from specrag.serve.tenancy import Tenants
 from specrag.serve.tracing import install_instrumentation

@@ -12,7 +12,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
 
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from specrag.errors import IndexBusyError, SpecragError
+from specrag.core.errors import IndexBusyError, SpecragError
 from specrag.index.lock import IndexLock
 from specrag.index.manifest import manifest_path
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases

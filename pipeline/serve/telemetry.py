@@ -14,8 +14,7 @@ from contextvars import ContextVar
 from typing import AsyncIterator
 
 from pydantic import BaseModel, Field
-
-from specrag.api_models import RetrievalResponse
+from specrag.core.api_models import RetrievalResponse
 from specrag.serve.errors import status_class
 from specrag.serve.logs import request_id_var
 from specrag.serve.metrics import ServiceMetrics

@@ -14,11 +14,10 @@ import logging
 from pathlib import Path
 
 from pydantic import BaseModel
-
-from specrag.errors import SpecragError
-from specrag.serve.keys import ApiKeys
+from specrag.core.errors import SpecragError
+from specrag.core.settings import Settings
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
-from specrag.settings import Settings
+from specrag.serve.keys import ApiKeys
 
 logger = logging.getLogger(__name__)
 

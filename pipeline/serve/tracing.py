@@ -22,7 +22,6 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from pydantic import ConfigDict, Field
-
 from specrag.serve.logs import request_id_var
 from specrag.serve.telemetry import current_telemetry
 from specrag.stages.events import StageEndEvent
@@ -102,7 +101,7 @@ class SpanObserver(BaseSpanHandler[SimpleSpan]):
 
 class StageObserver(BaseEventHandler):
     """The engine's stages (select, expand, search, refs, synthesize) report their own wall time,
-    and their fallbacks: the log tells an LLM failure once per process (specrag.fallbacks), the
+    and their fallbacks: the log tells an LLM failure once per process (specrag.core.fallbacks), the
     ``specrag_fallbacks`` counter counts every one."""
 
     @classmethod
@@ -146,11 +145,16 @@ def otel_tracer(exporter: str) -> Any:
     try:
         from opentelemetry.sdk.resources import SERVICE_NAME, Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            ConsoleSpanExporter,
+        )
     except ImportError as exc:
         raise ImportError("OpenTelemetry export needs: pip install 'specrag[otel]'") from exc
     if exporter == "otlp":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter,
+        )
 
         span_exporter = OTLPSpanExporter()
     else:

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from specrag.core import ids
 from specrag.graph.build import api_graph
 from specrag.graph.infer import operation_deps
 from specrag.graph.links import StatedLink, stated_links
 from specrag.graph.models import ApiGraph, OperationDeps
-from specrag.specs import ids, servers, text
+from specrag.specs import servers, text
 from specrag.specs.compact import compact_component
 from specrag.specs.loader import Resolved, SpecSource, Unresolved, spec_format
 from specrag.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats

@@ -10,7 +10,7 @@ figure and the full-text figure are reported beside it, to show what each policy
 from __future__ import annotations
 
 import numpy as np
-from specrag.specs.ids import base_chunk_id
+from specrag.core.ids import base_chunk_id
 from specrag.specs.models import ApiChunks, Chunk, ChunkType, ClosureFit
 
 

@@ -8,13 +8,24 @@ import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-from tqdm import tqdm
-
 from specrag.specs.chunker import CHUNKER_VERSION
-from specrag.specs.ingest import UnfinishedSpec, admit, iter_ingest, plan_jobs, summarise
+from specrag.specs.ingest import (
+    UnfinishedSpec,
+    admit,
+    iter_ingest,
+    plan_jobs,
+    summarise,
+)
 from specrag.specs.limits import SpecLimits
 from specrag.specs.models import ApiChunks, IngestReport, SkippedSpec
-from specrag.specs.sources import ApiSummary, FileStamp, SourceRecord, SourceState, Stamper
+from specrag.specs.sources import (
+    ApiSummary,
+    FileStamp,
+    SourceRecord,
+    SourceState,
+    Stamper,
+)
+from tqdm import tqdm
 
 
 class IncrementalIngest(BaseModel):

@@ -14,21 +14,25 @@ from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
 from pydantic import BaseModel, Field
-from tqdm import tqdm
-
-from specrag import caches
-from specrag.errors import EmptyCorpusError, SpecError
+from specrag.core import caches
+from specrag.core.errors import EmptyCorpusError, SpecError
+from specrag.core.tokens import SegmentTokenCounter, count_tokens
 from specrag.specs.chunker import SpecChunker
 from specrag.specs.closure import closure_fit, operation_closures
 from specrag.specs.files import decode_text, is_text, read_regular_file, safe_text
 from specrag.specs.limits import SpecLimits
-from specrag.specs.loader import (SPEC_SUFFIXES, SpecSource, check_spec, confine_entry, discover_spec_files,
-                                  looks_like_spec)
+from specrag.specs.loader import (
+    SPEC_SUFFIXES,
+    SpecSource,
+    check_spec,
+    confine_entry,
+    discover_spec_files,
+    looks_like_spec,
+)
 from specrag.specs.models import ApiChunks, IngestReport, SkippedSpec
 from specrag.specs.pool import JobFailed, run_jobs
 from specrag.specs.sources import ApiSummary
-from specrag.tokens import SegmentTokenCounter, count_tokens
-
+from tqdm import tqdm
 
 # One per process: each worker's specs share lines (a vendor's specs most), counted once.
 _count_rendered_tokens = caches.register(SegmentTokenCounter(), name=f"{__name__}._count_rendered_tokens")

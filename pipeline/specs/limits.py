@@ -9,9 +9,8 @@ this small picklable model.
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
-
-from specrag.errors import SpecError
-from specrag.settings import Settings
+from specrag.core.errors import SpecError
+from specrag.core.settings import Settings
 
 
 class SpecLimits(BaseModel):

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from specrag.errors import CorpusError, SpecError
+from specrag.core.errors import CorpusError, SpecError
+from specrag.core.ids import pointer_to_tokens
 from specrag.specs.files import decode_text, read_regular_file
-from specrag.specs.ids import pointer_to_tokens
 from specrag.specs.limits import BudgetExceeded, ParseBudget, SpecLimits
 from specrag.specs.parse import parse_text
 

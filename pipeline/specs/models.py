@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
-
-from specrag.specs.files import safe_text
-
 from specrag.graph.models import ApiGraph, DependencyEdge, ParamNeed
+from specrag.specs.files import safe_text
 
 
 class ChunkType(str, Enum):
@@ -233,3 +231,15 @@ class IngestReport(BaseModel):
     dropped: dict[str, int] = Field(default_factory=dict, description="elements left out of read specs, by reason")
     closure: ClosureFit = Field(default_factory=ClosureFit, description="operations whose closure fits the budget")
     seconds: float = 0.0
+
+
+@runtime_checkable
+class ChunkLookup(Protocol):
+    """Where chunks are read from by id: the store, or a dict in tests."""
+
+    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
+        """Chunks by id, in one batch; ids that do not exist are absent from the result.
+        A lookup with a true ``in_memory`` attribute promises a call that never waits on a server;
+        one with ``stored_metadata(chunk_id)`` hands over a fetched chunk's metadata as stored
+        (``Chunk.metadata()``, read-only), so a reference is not encoded again."""
+        ...

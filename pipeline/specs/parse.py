@@ -15,13 +15,12 @@ import re
 from typing import Any
 
 import yaml
+from specrag.core.errors import SpecError
+from specrag.specs.limits import ParseBudget
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 from yaml.resolver import Resolver
-
-from specrag.errors import SpecError
-from specrag.specs.limits import ParseBudget
 
 try:  # the C event parser is ~10x faster on big YAML specs than the pure Python one
     from yaml._yaml import CParser as _Parser

@@ -29,8 +29,7 @@ from functools import partial
 from typing import Callable, Iterator, TypeVar
 
 from pebble import ProcessExpired, ProcessPool
-
-from specrag.errors import SpecragError
+from specrag.core.errors import SpecragError
 
 J = TypeVar("J")
 R = TypeVar("R")

@@ -7,7 +7,7 @@ from collections import deque
 from functools import lru_cache
 from typing import Any
 
-from specrag import caches
+from specrag.core import caches
 
 _MD = re.compile(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|[*_`#>|]+")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")

@@ -6,7 +6,7 @@ Built from the chunk's own fields, so it needs no re-index.
 
 from __future__ import annotations
 
-from specrag.specs.ids import split_chunk_id, unescape_id_token
+from specrag.core.ids import split_chunk_id, unescape_id_token
 from specrag.specs.models import Chunk
 
 MAX_PARAMS = 8

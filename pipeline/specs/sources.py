@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
-
-from specrag.atomic import write_atomic
-from specrag.errors import SpecError
+from specrag.core.atomic import write_atomic
+from specrag.core.errors import SpecError
 from specrag.specs.files import read_regular_file
 from specrag.specs.limits import SpecLimits
 from specrag.specs.models import ApiChunks, ApiInfo, RefStats, SkippedSpec

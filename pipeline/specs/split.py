@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from specrag.specs.ids import part_chunk_id
+from specrag.core.ids import part_chunk_id
 from specrag.specs.models import Chunk
 
 

@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from specrag.analysis import split_identifier
+from specrag.core.analysis import split_identifier
 from specrag.graph.infer import success_schemas
-from specrag.specs.render import (body_schemas, clip, first_sentence, parameter_names, property_names, ref_names,
-                                   strip_markdown)
+from specrag.specs.render import (
+    body_schemas,
+    clip,
+    first_sentence,
+    parameter_names,
+    property_names,
+    ref_names,
+    strip_markdown,
+)
 
 EMBED_CHARS = 140  # ~30 word pieces: the model costs ~3x per text at 64 tokens than at 25
 SEARCH_DESCRIPTION_CHARS = 600

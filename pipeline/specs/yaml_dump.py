@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from specrag.core import caches
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
-from specrag import caches
 
 try:
     from yaml import CSafeDumper as _BaseDumper

@@ -5,7 +5,7 @@ Three signals, fused by weighted reciprocal rank:
   operationIds, summaries, schema names), as the catalog describes it;
 - catalog vector (optional): the query's embedding against each API's vector (its catalog
   entry's name, description and domains, blended with its mean endpoint vector:
-  :func:`~specrag.catalog.vectors.blend_with_centroids`), which hears "report a malicious IP"
+  :func:`~specrag.index.catalog_vectors.blend_with_centroids`), which hears "report a malicious IP"
   in "AbuseIPDB";
 - endpoint evidence (optional): the APIs in the order of their best hit among the fleet-wide
   endpoint search's top ``evidence_depth``, which sees single endpoints a long API document dilutes.
@@ -28,14 +28,13 @@ from typing import Callable
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
-
 from specrag.catalog.models import ApiIndex, Catalog
-from specrag.fusion import weighted_rrf
-from specrag.lexical import Bm25Ranker
+from specrag.core.bm25 import Bm25Ranker
+from specrag.core.fusion import weighted_rrf
+from specrag.core.records import ApiSelection
 from specrag.stages.hybrid_retriever import ranking
 from specrag.stages.names import without_names
 from specrag.stages.query import SpecQuery
-from specrag.stages.results import ApiSelection
 from specrag.stages.timing import elapsed_ms
 
 EmbedQuery = Callable[[str], "list[float] | None"]

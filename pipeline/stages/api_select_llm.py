@@ -12,14 +12,13 @@ from typing import Any, Protocol
 
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field
-
-from specrag.cache import TTLCache, cache_key
 from specrag.catalog.models import Catalog, CatalogEntry
-from specrag.llm import model_name
-from specrag.prompts import PromptSet
-from specrag.settings import Settings
+from specrag.core.llm import model_name
+from specrag.core.prompts import PromptSet
+from specrag.core.records import ApiSelection
+from specrag.core.settings import Settings
+from specrag.core.ttl_cache import TTLCache, cache_key
 from specrag.stages.llm_stage import LLMStage, with_fallback
-from specrag.stages.results import ApiSelection
 from specrag.stages.timing import elapsed_ms
 
 SHORTLIST_MAX = 200  # keyword candidates considered before the token budget trims them

@@ -13,15 +13,14 @@ from typing import Any, Callable, Protocol
 
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field
-
-from specrag.analysis import identifier_words
-from specrag.cache import TTLCache, cache_key
 from specrag.catalog.models import ApiIndex
-from specrag.llm import model_name
-from specrag.prompts import PromptSet
-from specrag.settings import Settings
+from specrag.core.analysis import identifier_words
+from specrag.core.llm import model_name
+from specrag.core.prompts import PromptSet
+from specrag.core.records import QueryExpansion
+from specrag.core.settings import Settings
+from specrag.core.ttl_cache import TTLCache, cache_key
 from specrag.stages.llm_stage import LLMStage, with_fallback
-from specrag.stages.results import QueryExpansion
 from specrag.stages.timing import elapsed_ms
 
 MAX_TERMS = 10
@@ -39,9 +38,9 @@ class ExpansionAnswer(BaseModel):
 class KeywordExpander(Protocol):
     """The offline stage 2 (``KeywordQueryExpander``), used as the fallback."""
 
-    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
+    def expand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
 
-    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
+    async def aexpand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
 
 
 def index_lines(index: ApiIndex) -> list[str]:
@@ -76,7 +75,7 @@ class LLMQueryExpander(LLMStage):
         super().__init__(llm, prompts, settings, cache)
         self.load_index, self.fallback = load_index, fallback
 
-    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+    def expand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion:
         """The expansion; the result records the prompt, the call, dropped terms and any fallback."""
         start, result = time.perf_counter(), self.started(QueryExpansion(expanded_query=query))
         indexes, template_vars = self._indexes(selected_apis, result), None
@@ -85,9 +84,9 @@ class LLMQueryExpander(LLMStage):
         answer = self.ask(ExpansionAnswer, self._key(query, template_vars), result, lambda: template_vars) \
             if template_vars else None
         return self._finish(query, answer, indexes, result, start) or \
-            with_fallback(result, self.fallback.expand(query, selected_apis), start)
+            with_fallback(result, self.fallback.expand_query(query, selected_apis), start)
 
-    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+    async def aexpand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion:
         start, result = time.perf_counter(), self.started(QueryExpansion(expanded_query=query))
         indexes, template_vars = self._indexes(selected_apis, result), None
         if indexes and self.llm is not None:
@@ -95,7 +94,7 @@ class LLMQueryExpander(LLMStage):
         answer = await self.aask(ExpansionAnswer, self._key(query, template_vars), result, lambda: template_vars) \
             if template_vars else None
         return self._finish(query, answer, indexes, result, start) or \
-            with_fallback(result, await self.fallback.aexpand(query, selected_apis), start)
+            with_fallback(result, await self.fallback.aexpand_query(query, selected_apis), start)
 
     def prompt_vars(self, query: str, indexes: list[ApiIndex]) -> dict[str, Any]:
         """Exactly the variables ``expand_query`` is formatted with (a test checks the files use these)."""

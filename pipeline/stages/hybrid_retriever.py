@@ -20,11 +20,10 @@ from typing import Protocol
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
-
-from specrag.api_models import SearchMode
-from specrag.fusion import DEFAULT_K, fused_order, weighted_rrf
-from specrag.nodes import Hit, RankedRows, as_node_with_score
-from specrag.settings import Settings
+from specrag.context.nodes import Hit, RankedRows, as_node_with_score
+from specrag.core.api_models import SearchMode
+from specrag.core.fusion import DEFAULT_K, fused_order, weighted_rrf
+from specrag.core.settings import Settings
 from specrag.stages.names import without_names
 from specrag.stages.query import SpecQuery
 

@@ -14,16 +14,15 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from pydantic import BaseModel
-
-from specrag.cache import TTLCache
-from specrag.errors import LLMStageError
-from specrag.fallbacks import llm_call_failed
-from specrag.llm import astructured_call, model_name, structured_call
-from specrag.prompts import PromptInfo, PromptSet, check_template
-from specrag.settings import Settings
-from specrag.stages.results import LLMCall, StageMode, StageResult
+from specrag.core.errors import LLMStageError
+from specrag.core.fallbacks import llm_call_failed
+from specrag.core.llm import astructured_call, model_name, structured_call
+from specrag.core.prompts import PromptInfo, PromptSet, check_template
+from specrag.core.records import LLMCall, StageMode, StageResult
+from specrag.core.settings import Settings
+from specrag.core.tokens import count_tokens
+from specrag.core.ttl_cache import TTLCache
 from specrag.stages.timing import elapsed_ms
-from specrag.tokens import count_tokens
 
 T = TypeVar("T", bound=BaseModel)
 MakeVars = Callable[[], "dict[str, Any] | None"]
@@ -107,7 +106,7 @@ class LLMStage(PromptMixin):
         return cached
 
     def _failed(self, exc: LLMStageError, result: StageResult) -> None:
-        """Record the failure in the query's result, and have it told once (``specrag.fallbacks``)."""
+        """Record the failure in the query's result, and have it told once (``specrag.core.fallbacks``)."""
         if isinstance(exc.call, LLMCall):
             result.llm_calls.append(exc.call)
         result.fall_back(exc.reason, str(exc))

@@ -18,9 +18,8 @@ from typing import Optional
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-
-from specrag.fusion import weighted_rrf
-from specrag.specs.ids import operation_method
+from specrag.core.fusion import weighted_rrf
+from specrag.core.ids import operation_method
 from specrag.stages.intent import expected_methods
 from specrag.stages.query import question_of
 

@@ -20,7 +20,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from specrag import caches
+from specrag.core import caches
 
 # double quotes, or single quotes that open and close at word edges (never an apostrophe: "Nolan's")
 _QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,80})[\"“”«»]|(?<!\w)['‘]([^'‘’]{2,80}?)['’](?!\w)")

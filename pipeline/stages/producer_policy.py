@@ -62,9 +62,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from specrag.analysis import query_terms
+from specrag.core.analysis import query_terms
+from specrag.core.ids import operation_method, parse_operation_id
 from specrag.graph.models import DependencyEdge, ParamNeed
-from specrag.specs.ids import operation_method, parse_operation_id
 from specrag.stages.names import names_the_caller
 
 AGENTIC_LOOKED_AT = 8  # producers the agentic step reads from the store per unbound id

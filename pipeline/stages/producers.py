@@ -51,17 +51,21 @@ from typing import Any, Callable, Optional
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-
-from specrag import caches
-from specrag.analysis import query_terms
-from specrag.nodes import Hit
-from specrag.specs.ids import parse_operation_id
+from specrag.context.nodes import Hit
+from specrag.core import caches
+from specrag.core.analysis import query_terms
+from specrag.core.ids import parse_operation_id
+from specrag.core.records import ADDED_STEP
 from specrag.specs.models import decode_params, decode_producers
 from specrag.stages.hybrid_retriever import ranking
 from specrag.stages.names import named_spans, names_something, owned_by_asker
-from specrag.stages.producer_policy import Weights, best_producer, for_the_asker, producer_facts
+from specrag.stages.producer_policy import (
+    Weights,
+    best_producer,
+    for_the_asker,
+    producer_facts,
+)
 from specrag.stages.query import SpecQuery, question_of
-from specrag.stages.results import ADDED_STEP
 
 API_RANKING_DEPTH = 30
 FOLLOW_UP = "uses the "  # the reason of a call placed to use what an earlier one finds

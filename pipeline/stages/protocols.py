@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from specrag.stages.results import ApiSelection, QueryExpansion
+from specrag.core.records import ApiSelection, QueryExpansion
 
 
 @runtime_checkable
@@ -16,6 +16,6 @@ class ApiSelector(Protocol):
 
 @runtime_checkable
 class QueryExpander(Protocol):
-    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
+    def expand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
 
-    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...
+    async def aexpand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion: ...

@@ -11,8 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from llama_index.core.schema import QueryBundle
-
-from specrag.api_models import SearchMode
+from specrag.core.api_models import SearchMode
 
 
 def question_of(query: QueryBundle) -> str:

@@ -14,9 +14,9 @@ import time
 from collections import Counter
 from typing import Callable
 
-from specrag.analysis import normalise, query_terms
 from specrag.catalog.models import ApiIndex
-from specrag.stages.results import QueryExpansion
+from specrag.core.analysis import normalise, query_terms
+from specrag.core.records import QueryExpansion
 from specrag.stages.timing import elapsed_ms
 
 MAX_ADDED_TERMS = 8
@@ -78,7 +78,7 @@ class KeywordQueryExpander:
         with self._lock:
             return self._vocab.setdefault(file_id, vocab)
 
-    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+    def expand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion:
         start = time.perf_counter()
         original = [w for w in normalise(query).split() if query_terms(w)]
         query_stems = set(query_terms(query))
@@ -98,5 +98,5 @@ class KeywordQueryExpander:
         result.ms = elapsed_ms(start)
         return result
 
-    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+    async def aexpand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion:
         return await asyncio.to_thread(self.expand, query, selected_apis)

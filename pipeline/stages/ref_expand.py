@@ -44,35 +44,28 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, NamedTuple, Optional, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Optional
 
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-
-from specrag.nodes import context_chunk, context_node
-from specrag.settings import Settings
-from specrag.specs.ids import base_chunk_id
-from specrag.specs.models import Chunk, decode_ref_ids
-from specrag.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, emit
-from specrag.stages.results import ContextChunk, ReferenceExpansion
+from specrag.context.nodes import context_chunk, context_node
+from specrag.core.ids import base_chunk_id
+from specrag.core.records import ContextChunk, ReferenceExpansion
+from specrag.core.settings import Settings
+from specrag.core.tokens import count_tokens
+from specrag.specs.models import Chunk, ChunkLookup, decode_ref_ids
+from specrag.stages.events import (
+    ReferenceExpansionEndEvent,
+    ReferenceExpansionStartEvent,
+    emit,
+)
 from specrag.stages.timing import elapsed_ms
-from specrag.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 
 REFERENCE_SHARE = 0.4  # the references' guaranteed share of chunk slots and tokens (60/40 split)
 LEVEL_FETCH_FACTOR = 4  # per level, fetch at most this many times max_total_chunks candidates
-
-
-@runtime_checkable
-class ChunkLookup(Protocol):
-    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
-        """Chunks by id, in one batch; ids that do not exist are absent from the result.
-        A lookup with a true ``in_memory`` attribute promises a call that never waits on a server;
-        one with ``stored_metadata(chunk_id)`` hands over a fetched chunk's metadata as stored
-        (``Chunk.metadata()``, read-only), so a reference is not encoded again."""
-        ...
 
 
 class _Candidate(NamedTuple):
@@ -110,7 +103,7 @@ class ReferenceExpander(BaseNodePostprocessor):
                    prioritize_primary=settings.prioritize_primary,
                    compact_references=settings.compact_references, closure_first=settings.closure_first)
 
-    def expand(self, primary: list[NodeWithScore]) -> ReferenceExpansion:
+    def follow_references(self, primary: list[NodeWithScore]) -> ReferenceExpansion:
         """Primary chunks plus their references, with every limit hit recorded."""
         start = time.perf_counter()
         deadline = time.monotonic() + self.timeout_ms / 1000
@@ -256,7 +249,7 @@ class ReferenceExpander(BaseNodePostprocessor):
         """The primaries as given (duplicates dropped), then every admitted reference. The list
         returned is an :class:`ExpandedNodes`: its ``expansion`` is the typed result of this call."""
         emit(lambda: ReferenceExpansionStartEvent(query=query_bundle, nodes=nodes))
-        expansion = self.expand(nodes)
+        expansion = self.follow_references(nodes)
         by_id: dict[str, NodeWithScore] = {}
         for nws in nodes:
             by_id.setdefault(nws.node.node_id, nws)

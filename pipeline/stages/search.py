@@ -15,10 +15,16 @@ import time
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-
+from specrag.core.records import (
+    ADDED_STEP,
+    AddedStep,
+    ApiSelection,
+    QueryExpansion,
+    SearchResult,
+    StageMode,
+)
 from specrag.stages.intent import TYPES_FOR_INTENT, classify
 from specrag.stages.query import SpecQuery
-from specrag.stages.results import ADDED_STEP, AddedStep, ApiSelection, QueryExpansion, SearchResult, StageMode
 from specrag.stages.timing import elapsed_ms
 
 RANKING_DEPTH = 10  # candidates ranked per query (the ranking metrics read the top 10)

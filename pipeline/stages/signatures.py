@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
-
-from specrag.specs.ids import ERRORS_SUFFIX, operation_method, split_chunk_id
+from specrag.core.ids import ERRORS_SUFFIX, operation_method, split_chunk_id
+from specrag.core.records import ContextChunk, ReferenceExpansion
+from specrag.core.tokens import count_tokens
+from specrag.specs.models import ChunkLookup
 from specrag.specs.signature import operation_signature
-from specrag.stages.ref_expand import ChunkLookup, shown_metadata
-from specrag.stages.results import ContextChunk, ReferenceExpansion
-from specrag.tokens import count_tokens
+from specrag.stages.ref_expand import shown_metadata
 
 
 class SignatureTier(BaseModel):

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 import time
 
-from specrag.context import KnowledgeContext
-from specrag.errors import LLMStageError
-from specrag.llm import atext_call, text_call
+from specrag.context.knowledge import KnowledgeContext
+from specrag.core.errors import LLMStageError
+from specrag.core.llm import atext_call, text_call
+from specrag.core.records import ContextChunk, LLMCall, SynthesisResult
 from specrag.stages.llm_stage import LLMStage
-from specrag.stages.results import ContextChunk, LLMCall, SynthesisResult
 from specrag.stages.timing import elapsed_ms
 
 _CITATION = re.compile(r"\[Source\s+(\d+)\]", re.IGNORECASE)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from specrag.agentic.budget import CONTEXT_SHARE
-from specrag.agentic.retriever import AgenticRetriever
-from specrag.api_models import AgenticRetrievalRequest, RetrievalResponse
+from specrag.core.api_models import AgenticRetrievalRequest, RetrievalResponse
+from specrag.engine.agentic.budget import CONTEXT_SHARE
+from specrag.engine.agentic.retriever import AgenticRetriever
 
 TWO_PARTS = "List all pets in the store and then delete the user whose account is closed"
 PUT_USER = "Update the address of a user"
@@ -133,7 +132,7 @@ def test_a_producer_for_the_askers_own_things_is_the_call_that_names_the_caller(
     "my", the strongest that needs no id."""
     from types import SimpleNamespace
 
-    from specrag.agentic.retriever import _Run
+    from specrag.engine.agentic.retriever import _Run
     from specrag.graph.models import DependencyEdge, EdgeSource
     from specrag.specs.models import Chunk, ChunkType
 

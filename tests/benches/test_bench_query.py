@@ -8,16 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
-
 from specrag.bench.query import BenchError, _serve, run_bench
 from specrag.bench.report import BenchReport, Latency, format_bench
 from specrag.bench.serve import ServeRequest, serve
 from specrag.cli.bench import add_parsers, cmd_bench
+from specrag.core.settings import Settings
 from specrag.evals.querysets import load_query_set
 from specrag.index import embeddings
-from specrag.settings import Settings
+from specrag.index.workspace import corpus_settings, update_index
 from specrag.specs.ingest import ingest_paths
-from specrag.workspace import corpus_settings, update_index
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = [REPO / "examples" / "specs"]

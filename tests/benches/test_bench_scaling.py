@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from specrag.bench.fleet import sample, spec_files, write_fleet
 from specrag.bench.query import run_bench
 from specrag.bench.scaling import format_scaling, plot_scaling, run_scaling
-from specrag.errors import SpecragError
-from specrag.settings import Settings
+from specrag.core.errors import SpecragError
+from specrag.core.settings import Settings
 from specrag.specs.ingest import ingest_paths
 
 DEMO = [Path(__file__).resolve().parents[2] / "examples" / "specs"]

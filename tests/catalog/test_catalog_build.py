@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import pytest
-
 from specrag.catalog.build import api_index, catalog_entry, path_domain
 from specrag.catalog.models import SchemaUse
 from specrag.specs.ingest import ingest_spec

@@ -7,10 +7,18 @@ import os
 from pathlib import Path
 
 import pytest
-
-from specrag.catalog.io import (CATALOG_FILE, GRAPH_DIR, INDEX_DIR, STATE_FILE, ApiIndexes, load_api_index,
-                                 load_catalog, render_api, write_catalogs)
-from specrag.errors import IndexDamagedError, IndexNotBuiltError
+from specrag.catalog.io import (
+    CATALOG_FILE,
+    GRAPH_DIR,
+    INDEX_DIR,
+    STATE_FILE,
+    ApiIndexes,
+    load_api_index,
+    load_catalog,
+    render_api,
+    write_catalogs,
+)
+from specrag.core.errors import IndexDamagedError, IndexNotBuiltError
 from specrag.specs.ingest import ingest_paths
 
 

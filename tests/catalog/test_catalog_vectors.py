@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from specrag.catalog.vectors import blend_with_centroids
+from specrag.index.catalog_vectors import blend_with_centroids
 from specrag.stages.api_select import KeywordApiSelector
 
 
@@ -81,7 +80,7 @@ def test_entries_only_removed_reuse_the_cache_without_embedding(tmp_path):
     """A spec that left the corpus leaves a catalog whose entries are all cached: nothing to embed
     (it used to fail reshaping an empty batch, a traceback in `specrag index`)."""
     from specrag.catalog.models import Catalog, CatalogEntry
-    from specrag.catalog.vectors import catalog_vectors
+    from specrag.index.catalog_vectors import catalog_vectors
 
     entries = [CatalogEntry(file_id=f, name=f, description=f"the {f} API", domains=[]) for f in ("users", "pets")]
     embedder = _CountingEmbedder()

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from specrag.bench.loadtest import free_port
 
 from .conftest import DEMO_SET, DEMO_SPECS, assert_one_line_error, clean_env, run_cli

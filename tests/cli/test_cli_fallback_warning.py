@@ -1,6 +1,6 @@
 """When the configured LLM fails, keyword methods answer (exit 0) and the user is told: one warning
 line per process on stderr naming the stages, the reason and the keyword fallback. A library
-host gets the same warning on the ``specrag.fallbacks`` logger, once per process however many
+host gets the same warning on the ``specrag.core.fallbacks`` logger, once per process however many
 queries fall back; a server counts every fallback in ``specrag_fallbacks``."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import logging
 import socket
 
 import pytest
-
-from specrag.fallbacks import NOTICES
+from specrag.core.fallbacks import NOTICES
 
 from .conftest import DEMO_SPECS, run_cli
 
@@ -32,7 +31,7 @@ def test_a_dead_llm_endpoint_is_one_warning_line_and_keyword_methods_answer(demo
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("WARNING specrag.fallbacks: LLM call failed "), lines[0]
+    assert lines[0].startswith("WARNING specrag.core.fallbacks: LLM call failed "), lines[0]
     for said in (f"connection refused at {base_url}", "keyword methods answered for API selection and query expansion",
                  "told once per process"):
         assert said in lines[0], (said, lines[0])
@@ -42,7 +41,7 @@ def test_a_dead_llm_endpoint_is_one_warning_line_and_keyword_methods_answer(demo
 @pytest.fixture
 def dead_llm_engine(demo_index):
     """The demo engine with its LLM at a closed port; every kind of fallback untold so far."""
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
 
     local, store = demo_index
     settings = local.model_copy(update=dict(llm_base_url=f"http://127.0.0.1:{closed_port()}/v1", openai_api_key="x",
@@ -64,7 +63,7 @@ def test_the_library_warns_once_per_process_and_the_server_counts_every_fallback
             contexts = [dead_llm_engine.retrieve_context(q) for q in (QUESTION, "list the pets of the store")]
     finally:
         current_telemetry.reset(token)
-    told = [r for r in caplog.records if r.name == "specrag.fallbacks"]
+    told = [r for r in caplog.records if r.name == "specrag.core.fallbacks"]
     assert len(told) == 1 and told[0].levelno == logging.WARNING
     assert "API selection and query expansion" in told[0].getMessage()
     for ctx in contexts:
@@ -81,13 +80,13 @@ def test_the_library_warns_once_per_process_and_the_server_counts_every_fallback
 
 def test_another_kind_of_failure_is_told_once_too(dead_llm_engine, caplog):
     """A new (stage, reason) is news: told once, even after the connection failures were."""
-    from specrag.fallbacks import llm_call_failed
-    from specrag.stages.results import Fallback
+    from specrag.core.fallbacks import llm_call_failed
+    from specrag.core.records import Fallback
 
     with caplog.at_level(logging.WARNING, logger="specrag"):
         dead_llm_engine.retrieve_context(QUESTION)
         for _ in range(2):
             llm_call_failed(Fallback(stage="select", reason="timeout", detail="no answer in time"))
-    told = [r.getMessage() for r in caplog.records if r.name == "specrag.fallbacks"]
+    told = [r.getMessage() for r in caplog.records if r.name == "specrag.core.fallbacks"]
     assert len(told) == 2 and "connection refused" in told[0]
     assert told[1].startswith("LLM call failed (no answer in time): keyword methods answered for API selection")

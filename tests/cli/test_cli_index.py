@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from specrag.settings import Settings
-from specrag.workspace import corpus_settings
+from specrag.core.settings import Settings
+from specrag.index.workspace import corpus_settings
 
 from .conftest import DEMO_SPECS, clean_env, run_cli
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from specrag.context import CONTEXT_SCHEMA_VERSION
+from specrag.context.knowledge import CONTEXT_SCHEMA_VERSION
 from specrag.evals.report import RESULTS_SCHEMA_VERSION
 
 from .conftest import DEMO_SET, DEMO_SPECS, run_cli

@@ -8,11 +8,10 @@ import json
 
 import pytest
 from llm.openai_server import Reply, ScriptedServer, answer
-
-from specrag.evals.report import EvalRun, Gold, QueryResult, RunInfo, RunMetrics
-from specrag.evals.metrics import LLMUsage, MetricSummary
 from specrag.cli.evaluate import every_llm_call_failed
-from specrag.context import Fallback
+from specrag.context.knowledge import Fallback
+from specrag.evals.metrics import LLMUsage, MetricSummary
+from specrag.evals.report import EvalRun, Gold, QueryResult, RunInfo, RunMetrics
 
 from .conftest import DEMO_SET, DEMO_SPECS, run_cli
 

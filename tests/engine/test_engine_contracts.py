@@ -8,9 +8,15 @@ import threading
 import time
 
 import pytest
-from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
-
-from specrag.stages.events import ReferenceExpansionEndEvent, ReferenceExpansionStartEvent, StageEndEvent
+from llama_index.core.instrumentation.events.retrieval import (
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+)
+from specrag.stages.events import (
+    ReferenceExpansionEndEvent,
+    ReferenceExpansionStartEvent,
+    StageEndEvent,
+)
 from specrag.stages.query import SpecQuery
 
 QUERIES = ["How do I create a user?", "List all pets available in the store", "What errors can creating a user return?",
@@ -133,7 +139,7 @@ def test_stage_one_lead_reaches_every_stage_three_query(demo_engine, recorder):
 
 @pytest.mark.needs_embeddings  # a lexical demo index ranks fewer than 10 hits: nothing lies past them
 def test_a_deeper_signature_tier_reads_past_the_ranking_without_changing_it(demo_index):
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
 
     local, store = demo_index
     shallow = build_engine(local.model_copy(update={"context_signature_depth": 3}), store)

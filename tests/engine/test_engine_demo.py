@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from llama_index.core.base.response.schema import Response
-
-from specrag.context import KnowledgeContext
-from specrag.engine import MAX_QUERY_CHARS, QueryError
+from specrag.context.knowledge import KnowledgeContext
+from specrag.engine.query_engine import MAX_QUERY_CHARS, QueryError
 from specrag.stages.api_select import KeywordApiSelector
 
 USERS = "users_api"
@@ -107,7 +106,7 @@ def test_context_round_trips_as_json(demo_engine):
 
 
 def test_the_method_prior_runs_before_producer_expansion_and_a_zero_weight_drops_it(demo_index):
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
     from specrag.stages.method_prior import MethodPrior
     from specrag.stages.producers import ProducerExpander
 

@@ -5,10 +5,9 @@ filter) loses it."""
 from __future__ import annotations
 
 import pytest
-
-from specrag.engine import ApiQueryEngine
+from specrag.core.records import ApiSelection
+from specrag.engine.query_engine import ApiQueryEngine
 from specrag.stages.hybrid_retriever import HybridRetriever
-from specrag.stages.results import ApiSelection
 
 CREATE_USER = "users_api:paths/~1users/post"
 

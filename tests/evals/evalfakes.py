@@ -3,9 +3,21 @@ each query with a hand-built KnowledgeContext (or raises)."""
 
 from __future__ import annotations
 
+from specrag.context.knowledge import (
+    ContextChunk,
+    Fallback,
+    KnowledgeContext,
+    LLMCall,
+    RetrievalStats,
+)
+from specrag.core.ids import (
+    errors_chunk_id,
+    make_chunk_id,
+    operation_chunk_id,
+    parse_operation_id,
+    split_chunk_id,
+)
 from specrag.evals.querysets import EvalQuery, GoldEndpoint
-from specrag.context import ContextChunk, Fallback, KnowledgeContext, LLMCall, RetrievalStats
-from specrag.specs.ids import errors_chunk_id, make_chunk_id, operation_chunk_id, parse_operation_id, split_chunk_id
 from specrag.specs.models import Chunk, ChunkType
 
 

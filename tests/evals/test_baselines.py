@@ -4,8 +4,12 @@ hybrid baseline (its vectors cached once), the chunk baseline and the oracle BM2
 from __future__ import annotations
 
 import pytest
-
-from specrag.evals.baselines import ChunkFlatBaseline, FlatBaseline, OracleBm25Baseline, operation_document
+from specrag.evals.baselines import (
+    ChunkFlatBaseline,
+    FlatBaseline,
+    OracleBm25Baseline,
+    operation_document,
+)
 from specrag.evals.querysets import EvalQuery
 from specrag.evals.runner import baseline_scores
 
@@ -47,7 +51,6 @@ def test_oracle_bm25_stays_in_the_gold_api_and_scores_like_the_pipeline(demo_ind
 @pytest.mark.needs_embeddings
 def test_flat_baseline_context_is_its_top_operations_through_the_engines_expansion(demo_index, demo_engine, tmp_path):
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-
     from specrag.evals.baselines import ContextAssembler
 
     _, store = demo_index

@@ -2,7 +2,6 @@
 
 import pytest
 from evalfakes import demo_queries, engine_a, engine_b, users_lookup
-
 from specrag.evals.compare import compare_runs, query_deltas
 from specrag.evals.runner import run_eval, write_run
 

@@ -4,12 +4,24 @@ import math
 
 import numpy as np
 import pytest
-from evalfakes import (ADDRESS, COUNTRY, ERROR, GET_USER, LIST_USERS, POST_USERS, USER, USER_CREATE, DictLookup,
-                       make_chunk, op, schema, users_lookup)
-
+from evalfakes import (
+    ADDRESS,
+    COUNTRY,
+    ERROR,
+    GET_USER,
+    LIST_USERS,
+    POST_USERS,
+    USER,
+    USER_CREATE,
+    DictLookup,
+    make_chunk,
+    op,
+    schema,
+    users_lookup,
+)
+from specrag.core.ids import errors_chunk_id
 from specrag.evals import metrics as m
 from specrag.evals.querysets import endpoint_key, normalize_path
-from specrag.specs.ids import errors_chunk_id
 
 RANKING = ["a", "x", "b", "y", "z", "w", "v", "c"]
 

@@ -4,9 +4,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from specrag.evals.querysets import EvalQuery, QuerySetError, endpoint_key, load_query_sets
-from specrag.specs.ids import HTTP_METHODS
+from specrag.core.ids import HTTP_METHODS
+from specrag.evals.querysets import (
+    EvalQuery,
+    QuerySetError,
+    endpoint_key,
+    load_query_sets,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "evals"

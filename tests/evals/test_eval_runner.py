@@ -3,9 +3,18 @@
 import json
 
 import pytest
-from evalfakes import (ADDRESS, COUNTRY, GET_USER, LIST_USERS, POST_USERS, USER, USER_CREATE, demo_queries, engine_a,
-                       users_lookup)
-
+from evalfakes import (
+    ADDRESS,
+    COUNTRY,
+    GET_USER,
+    LIST_USERS,
+    POST_USERS,
+    USER,
+    USER_CREATE,
+    demo_queries,
+    engine_a,
+    users_lookup,
+)
 from specrag.evals.runner import EvalRun, run_eval, write_run
 
 REQUIRED_QUERY_FIELDS = {"id", "set", "query", "gold", "selected_apis", "retrieved", "context_ids", "context_tokens",

@@ -5,10 +5,10 @@ Swagger 2 (``parameters`` refs, body parameters, ``definitions``)."""
 from __future__ import annotations
 
 from specrag.catalog.build import api_index
+from specrag.core.ids import operation_chunk_id
 from specrag.graph.build import MAX_PRODUCERS, api_graph
 from specrag.graph.infer import operation_deps
 from specrag.graph.models import EdgeSource, ParamNeed
-from specrag.specs.ids import operation_chunk_id
 
 SHOP, LIB = "shop_oas3", "library_swagger2"
 

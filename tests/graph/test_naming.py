@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from specrag.graph.naming import (id_subject, is_id_name, param_resources, query_resources, static_segments, type_match,
-                                  type_words)
+from specrag.graph.naming import (
+    id_subject,
+    is_id_name,
+    param_resources,
+    query_resources,
+    static_segments,
+    type_match,
+    type_words,
+)
 
 
 @pytest.mark.parametrize("path,name,expected", [

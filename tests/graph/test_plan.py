@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from specrag.core.ids import operation_chunk_id
+from specrag.engine.plan import FROM_QUESTION, bindings, plan_operations, step_budget
 from specrag.graph.models import DependencyEdge, EdgeSource, ParamNeed
-from specrag.plan import FROM_QUESTION, bindings, plan_operations, step_budget
-from specrag.specs.ids import operation_chunk_id
 from specrag.specs.models import Chunk, ChunkType
 
 API = "films"
@@ -84,7 +84,7 @@ IP_OPS = {c.id: c for c in [
 
 def test_each_request_of_a_multi_part_question_gets_its_step_in_the_order_asked():
     """No id links these calls: the question's own sentences do."""
-    from specrag.plan import planned_calls
+    from specrag.engine.plan import planned_calls
 
     check, blacklist, report = IP_OPS
     ranking = [check, blacklist, report]
@@ -126,7 +126,7 @@ def test_a_hit_that_uses_the_ids_the_plans_last_step_finds_comes_last():
     """"Cover images of movies directed by Christopher Nolan": the person's credits end the plan;
     the images call the retriever found takes the movie ids they list (its own placed lookup,
     search/movie, has no movie named to look up)."""
-    from specrag.plan import planned_calls
+    from specrag.engine.plan import planned_calls
 
     images, credits = op("/movie/{movie_id}/images"), op("/person/{person_id}/movie_credits")
     ranking = [op("/search/movie"), op("/search/person"), credits, images]
@@ -192,7 +192,7 @@ def test_a_sub_questions_tie_goes_to_the_better_rank_under_every_hash_seed(under
     """log 3 + log 3 + log 2 equals log 9 + log 2, but summed in a set's order (the hash seed's) it
     sometimes came out a last bit lower: the better-ranked call lost the tie in some processes."""
     script = (
-        "from specrag.plan import _intents; from specrag.specs.models import Chunk, ChunkType\n"
+        "from specrag.engine.plan import _intents; from specrag.specs.models import Chunk, ChunkType\n"
         "texts = ['yak quokka lemur', 'zebra lemur', *['yak lemur'] * 3, *['quokka lemur'] * 3]\n"
         "ids = [f'api:paths/~1c{i}/get' for i in range(len(texts))]\n"
         "chunks = {i: Chunk(id=i, file_id='api', type=ChunkType.ENDPOINT, text=t, embed_text='', search_text=t,"

@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 from specrag.catalog.build import api_index
 from specrag.cli import main
-from specrag.graph.queries import GraphQueries, GraphQueryError
-from specrag.specs.ids import operation_chunk_id
+from specrag.core.ids import operation_chunk_id
+from specrag.engine.graph_queries import GraphQueries, GraphQueryError
 
 from .conftest import DictLookup
 

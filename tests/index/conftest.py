@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
+from specrag.core.settings import Settings
 from specrag.index.embeddings import build_embed_model
-from specrag.settings import Settings
 
 from .fleet import MODEL_DIR
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from specrag.specs.ids import errors_chunk_id, make_chunk_id, operation_chunk_id
+from specrag.core.ids import errors_chunk_id, make_chunk_id, operation_chunk_id
 from specrag.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 
 MODEL_DIR = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx"  # ../shared beside the repo

@@ -8,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from specrag.index.batching import BatchCoalescer
 
 

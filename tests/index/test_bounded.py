@@ -5,8 +5,14 @@ import logging
 
 import numpy as np
 import pytest
-
-from specrag.index.bounded import ROW_CODE_LIMIT, BoundedRows, Estimate, Int8Product, kth_largest, quantize_queries
+from specrag.index.bounded import (
+    ROW_CODE_LIMIT,
+    BoundedRows,
+    Estimate,
+    Int8Product,
+    kth_largest,
+    quantize_queries,
+)
 
 
 def unit_rows(rng, n: int, dim: int) -> np.ndarray:

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from specrag.bench.fleet import edit_one_spec
 
 from .fleet import MODEL_DIR

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from specrag.index import ChunkStore, IndexBuilder
 
 from .chroma_server import ChromaServer

@@ -30,10 +30,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from specrag.catalog.io import CATALOG_FILE, INDEX_DIR
 from specrag.index import ChunkStore, load_manifest
-from specrag.workspace import corpus_settings, update_index
+from specrag.index.workspace import corpus_settings, update_index
 
 from .fleet import MODEL_DIR
 
@@ -167,7 +166,7 @@ def index(settings, corpus: Path, model):
 
 def answers(local, model) -> dict:
     """Everything a query can see of the index in ``local.data_dir``."""
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
 
     store = ChunkStore.open(local, embed_model=model)
     try:

@@ -6,11 +6,15 @@ import logging
 from pathlib import Path
 
 import numpy as np
-
+from specrag.core.settings import Settings
 from specrag.index import embeddings
-from specrag.index.embeddings import as_embedder, build_embed_model, embed_model_id, embed_queries
+from specrag.index.embeddings import (
+    as_embedder,
+    build_embed_model,
+    embed_model_id,
+    embed_queries,
+)
 from specrag.index.vector_reuse import embed_text
-from specrag.settings import Settings
 from specrag.specs.ingest import ingest_paths
 
 from .fleet import MODEL_DIR

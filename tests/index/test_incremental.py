@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from specrag.index import ChunkStore, IndexBuilder, load_manifest
 
 from .fleet import component, endpoint, mini_fleet, pets_api, users_api, weather_api

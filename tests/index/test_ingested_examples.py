@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from specrag.index import ChunkStore, IndexBuilder
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "specs"

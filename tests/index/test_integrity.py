@@ -12,13 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from specrag.cli import main
-from specrag.factory import build_engine
+from specrag.core.settings import Settings
+from specrag.engine.factory import build_engine
 from specrag.index.lock import IndexLock
 from specrag.index.manifest import load_manifest
-from specrag.settings import Settings
-from specrag.workspace import corpus_settings
+from specrag.index.workspace import corpus_settings
 
 from .fleet import MODEL_DIR
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from specrag.index import ChunkStore, IndexBuilder, load_manifest
 from specrag.index.builder import PAUSE_HOOK_ENV
+from specrag.index.workspace import corpus_settings, update_index
 from specrag.specs.models import ApiChunks
-from specrag.workspace import corpus_settings, update_index
 
 from .fleet import MODEL_DIR, api, component, endpoint
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["books", "music", "maps", "films", "trains", "games"]
 BUILD = """
 import json, logging, sys
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 from specrag.index import ChunkStore, IndexBuilder
 from specrag.specs.models import ApiChunks
 logging.basicConfig(level=logging.WARNING)
@@ -122,7 +122,6 @@ def test_serving_after_a_reindex_killed_while_an_api_is_pending_serves_every_api
     """`specrag index` killed (kill -9) while a changed API is pending, then `serve --kb specs`:
     the last complete generation is served whole, and /readyz's count says so."""
     from fastapi.testclient import TestClient
-
     from specrag.serve.app import create_app
     from specrag.serve.kbs import KnowledgeBases
 

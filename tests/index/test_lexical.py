@@ -6,8 +6,7 @@ from __future__ import annotations
 import bm25s
 import numpy as np
 import pytest
-
-from specrag.analysis import index_tokens
+from specrag.core.analysis import index_tokens
 from specrag.index.lexical import document_terms, query_terms
 from specrag.index.local import LocalIndex
 from specrag.index.pack_writer import NewApi, write_generation

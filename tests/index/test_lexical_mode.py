@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-
+from specrag.core.settings import Settings
 from specrag.index import ChunkStore, IndexBuilder, embeddings
-from specrag.settings import Settings
 
 from .fleet import mini_fleet, pets_api, users_api
 
@@ -49,7 +48,7 @@ def test_lexical_build_and_query(lexical_settings, caplog):
 def test_an_unloadable_model_never_turns_an_index_with_vectors_lexical(settings, embed_model, tmp_path, monkeypatch):
     """A model that fails to load (offline, a wrong path) is not a request for a lexical index:
     the update is refused and the vectors stay; only SPECRAG_EMBED_MODEL=none rebuilds without them."""
-    from specrag.errors import EmbedModelUnavailableError
+    from specrag.core.errors import EmbedModelUnavailableError
 
     store = ChunkStore(settings, embed_model)
     IndexBuilder(store, settings).build(mini_fleet(), progress=False)

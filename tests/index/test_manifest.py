@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from specrag.errors import IndexDamagedError
-from specrag.index.manifest import (ApiEntry, ApiState, IndexShape, Manifest, load_manifest, manifest_path,
-                                     save_manifest)
+from specrag.core.errors import IndexDamagedError
+from specrag.index.manifest import (
+    ApiEntry,
+    ApiState,
+    IndexShape,
+    Manifest,
+    load_manifest,
+    manifest_path,
+    save_manifest,
+)
 
 SHAPE = IndexShape(embed_model="none", chunker_version="1", chunk_max_tokens=1500, lexical_version="1")
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from specrag.errors import IndexDamagedError
+from specrag.core.errors import IndexDamagedError
 from specrag.index import ChunkStore, IndexBuilder
 from specrag.index.pack import Pack
 

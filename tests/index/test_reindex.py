@@ -9,11 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 import specrag.specs.ingest as ingest_module
 from specrag.catalog.io import CATALOG_FILE, INDEX_DIR
 from specrag.index import ChunkStore
-from specrag.workspace import corpus_settings, update_index
+from specrag.index.workspace import corpus_settings, update_index
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "specs"
 QUERIES = ["create a new user", "delete a pet", "list the things", "weather forecast for a city", "order not found"]

@@ -10,16 +10,25 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from specrag.cli import main
-from specrag.errors import ChromaUnavailableError, IndexDamagedError
-from specrag.factory import build_engine
+from specrag.core.errors import ChromaUnavailableError, IndexDamagedError
+from specrag.engine.factory import build_engine
 from specrag.index.chroma_rows import ChromaRows
-from specrag.index.collections import OWNER, TENANT, ForeignCollectionError, collection_name, files_name
+from specrag.index.collections import (
+    OWNER,
+    TENANT,
+    ForeignCollectionError,
+    collection_name,
+    files_name,
+)
 from specrag.index.replica import published_generation, sync_corpus
 from specrag.index.store import ChunkStore
+from specrag.index.workspace import (
+    corpus_settings,
+    synced_corpus_settings,
+    update_index,
+)
 from specrag.serve.kbs import KnowledgeBases
-from specrag.workspace import corpus_settings, synced_corpus_settings, update_index
 
 from .chroma_server import ChromaServer
 

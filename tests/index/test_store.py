@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from llama_index.core.schema import NodeWithScore
-
+from specrag.context.nodes import Hit, node_to_chunk
 from specrag.index import ChunkStore, IndexBuilder
-from specrag.nodes import Hit, node_to_chunk
 from specrag.stages.hybrid_retriever import HybridRetriever
 from specrag.stages.query import SpecQuery
 
@@ -100,7 +98,7 @@ def test_references_read_the_stored_metadata_the_index_keeps(store):
     assert store.stored_metadata(ids[0]) is store.stored_metadata(ids[0])
     assert store.stored_metadata("users:nowhere") is None and store.stored_metadata("nosuchapi:x") is None
     primaries = store.vector_search("create a user", ["users"], ["endpoint"], 2)
-    fast, plain = (ReferenceExpander(lookup=lookup).expand(primaries) for lookup in (store, PlainLookup()))
+    fast, plain = (ReferenceExpander(lookup=lookup).follow_references(primaries) for lookup in (store, PlainLookup()))
     assert fast.referenced and fast.model_dump(exclude={"ms"}) == plain.model_dump(exclude={"ms"})
 
 
@@ -117,7 +115,12 @@ def test_local_vector_search_matches_chroma(store):
     """The numpy search over the local copy ranks like Chroma's own query, with the same scores:
     exact for endpoints; within 0.002 for components and errors, whose blocks are searched whole
     from int8 codes (``QuantizedRows``) when a search covers most of them, as two of three APIs do."""
-    from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
+    from llama_index.core.vector_stores.types import (
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+        VectorStoreQuery,
+    )
 
     for query, file_ids in [("user address", ["users", "pets"]), ("rain tomorrow", ["weather", "users"])]:
         ours = store.vector_search(query, file_ids, None, 4)
@@ -162,7 +165,7 @@ def test_ranked_rows_fuse_exactly_as_their_hit_lists(store):
     """Searches return their ranked rows (``RankedRows``), fused as arrays: the same hits, scores
     and tie order as the hit lists fused one hit at a time, with another API's hits taken out at
     their ranks as well."""
-    from specrag.nodes import RankedRows
+    from specrag.context.nodes import RankedRows
     from specrag.stages.hybrid_retriever import fuse_hits, without_apis
 
     def pairs(hits):

@@ -6,11 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from specrag.catalog.models import ApiIndex, Catalog, CatalogEntry, EndpointEntry, SchemaEntry
-from specrag.llm import build_llm
-from specrag.prompts import PromptSet
-from specrag.settings import Settings
+from specrag.catalog.models import (
+    ApiIndex,
+    Catalog,
+    CatalogEntry,
+    EndpointEntry,
+    SchemaEntry,
+)
+from specrag.core.llm import build_llm
+from specrag.core.prompts import PromptSet
+from specrag.core.settings import Settings
 
 from .fakes import FakeKeywordExpander, FakeKeywordSelector
 from .openai_server import ScriptedServer
@@ -97,7 +102,7 @@ def fallback_expander() -> FakeKeywordExpander:
 @pytest.fixture
 def llm_engine(demo_index, server):
     """A factory: the demo corpus's engine in LLM mode, pointed at the scripted server."""
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
 
     def make(**overrides):
         local, store = demo_index

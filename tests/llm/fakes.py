@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from specrag.catalog.models import Catalog
-from specrag.stages.results import ApiSelection, QueryExpansion
+from specrag.core.records import ApiSelection, QueryExpansion
 
 
 def _words(text: str) -> set[str]:
@@ -37,9 +37,9 @@ class FakeKeywordExpander:
     def __init__(self):
         self.calls = 0
 
-    def expand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+    def expand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion:
         self.calls += 1
         return QueryExpansion(expanded_query=query, original_terms=sorted(_words(query)), added_terms=[])
 
-    async def aexpand(self, query: str, selected_apis: list[str]) -> QueryExpansion:
-        return self.expand(query, selected_apis)
+    async def aexpand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion:
+        return self.expand_query(query, selected_apis)

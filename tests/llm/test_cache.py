@@ -5,8 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from specrag.cache import TTLCache, cache_key, normalise_query
+from specrag.core.ttl_cache import TTLCache, cache_key, normalise_query
 from specrag.stages.api_select_llm import SelectionAnswer as ApiSelection
 
 

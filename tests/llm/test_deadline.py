@@ -8,8 +8,7 @@ import asyncio
 import time
 
 import pytest
-
-from specrag.deadline import current_deadline, deadline_scope
+from specrag.core.deadline import current_deadline, deadline_scope
 
 from .openai_server import answer
 

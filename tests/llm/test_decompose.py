@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
-from specrag.agentic.decompose import Decomposer
-from specrag.agentic.retriever import AgenticRetriever
-from specrag.api_models import AgenticRetrievalRequest
-from specrag.prompts import PROMPT_VARS
-from specrag.stages.results import StageMode
+from specrag.core.api_models import AgenticRetrievalRequest
+from specrag.core.prompts import PROMPT_VARS
+from specrag.core.records import StageMode
+from specrag.engine.agentic.decompose import Decomposer
+from specrag.engine.agentic.retriever import AgenticRetriever
 
 from .conftest import PROMPTS_DIR
 from .openai_server import answer
@@ -42,7 +42,7 @@ def test_garbage_and_empty_answers_fall_back_to_the_splitter(server, llm, prompt
 
 
 def test_at_most_max_parts_and_a_cached_answer_is_not_asked_again(server, llm, prompts, settings):
-    from specrag.cache import TTLCache
+    from specrag.core.ttl_cache import TTLCache
 
     decomposer = Decomposer(llm, prompts, settings, TTLCache(8, 60))
     server.script(answer({"sub_queries": ["a b", "c d", "e f", "g h"]}))

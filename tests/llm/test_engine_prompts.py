@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 from llama_index.core.prompts import PromptTemplate
-
-from specrag.errors import PromptError
-from specrag.prompts import prompt_hash
+from specrag.core.errors import PromptError
+from specrag.core.prompts import prompt_hash
 
 from .openai_server import answer
 

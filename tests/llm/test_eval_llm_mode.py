@@ -24,7 +24,7 @@ def test_llm_mode_reports_calls_tokens_and_no_fallbacks(llm_engine, server, tmp_
                               prompt_tokens=200, completion_tokens=10))
     server.script(*replies)
     engine = llm_engine()
-    run = run_eval(queries, engine, engine.references.lookup, mode="llm", setting="fleet", progress=False,
+    run = run_eval(queries, engine, engine.lookup, mode="llm", setting="fleet", progress=False,
                    run_info={"corpus": ["examples/specs"], "sets": [str(DEMO_SET)]})
     write_run(run, tmp_path)
     overall = run.metrics.overall
@@ -44,7 +44,7 @@ def test_llm_mode_falls_back_to_keywords_when_the_server_fails(llm_engine, serve
     queries = load_query_sets([DEMO_SET])[:3]
     server.script(default=Reply(status=500, content="down"))
     engine = llm_engine()
-    run = run_eval(queries, engine, engine.references.lookup, mode="llm", setting="fleet", progress=False, run_info={})
+    run = run_eval(queries, engine, engine.lookup, mode="llm", setting="fleet", progress=False, run_info={})
     overall = run.metrics.overall
     assert overall.fallback_rate == 1.0
     assert overall.scores["selection_accuracy"] == 1.0  # the keyword fallback still finds the API

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from llama_index.core.utils import get_tokenizer
-
-from specrag.cache import TTLCache
 from specrag.catalog.models import ApiIndex, EndpointEntry
-from specrag.analysis import identifier_words as words
+from specrag.core.analysis import identifier_words as words
+from specrag.core.ttl_cache import TTLCache
 from specrag.stages.expand_llm import LLMQueryExpander, vocabulary
 
 from .openai_server import Reply, answer
@@ -24,7 +23,7 @@ def test_user_words_first_and_invented_terms_dropped(server, llm, indexes, fallb
         "original_terms": ["directed", "top rated", "film"],
         "added_terms": ["getTopRatedMovies", "getMovieCredits", "cast and crew", "directorName", "movie", "Movie"],
     }))
-    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand(QUERY, ["tmdb"])
+    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand_query(QUERY, ["tmdb"])
     assert result.expanded_query == "Who directed the top rated movie getTopRatedMovies getMovieCredits cast and crew"
     assert result.added_terms == ["getTopRatedMovies", "getMovieCredits", "cast and crew"]
     assert result.original_terms == ["directed", "top rated"]
@@ -37,7 +36,7 @@ def test_user_words_first_and_invented_terms_dropped(server, llm, indexes, fallb
 def test_only_the_selected_indexes_are_sent(server, llm, indexes, fallback_expander, prompts, settings):
     server.script(answer({"expanded_query": "x", "added_terms": ["searchPerson"]}))
     expander = _expander(llm, indexes, fallback_expander, prompts, settings)
-    expander.expand("movies by Sofia Coppola", ["tmdb", "unknown"])
+    expander.expand_query("movies by Sofia Coppola", ["tmdb", "unknown"])
     sent = server.user_texts()[0]
     assert sent == prompts.expand_query.format(**expander.prompt_vars("movies by Sofia Coppola", [indexes["tmdb"]]))
     assert "GET /search/person searchPerson — Search for people by name" in sent
@@ -46,25 +45,25 @@ def test_only_the_selected_indexes_are_sent(server, llm, indexes, fallback_expan
 
 def test_terms_from_another_selected_index_are_kept(server, llm, indexes, fallback_expander, prompts, settings):
     server.script(answer({"expanded_query": "x", "added_terms": ["sendMail", "searchPerson"]}))
-    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand("mail", ["sendgrid"])
+    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand_query("mail", ["sendgrid"])
     assert result.added_terms == ["sendMail"] and stats.dropped_terms == ["searchPerson"]
 
 
 def test_only_invented_terms_fall_back(server, llm, indexes, fallback_expander, prompts, settings):
     server.script(answer({"expanded_query": "x", "added_terms": ["imdbRating"]}))
-    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand(QUERY, ["tmdb"])
+    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand_query(QUERY, ["tmdb"])
     assert result.expanded_query == QUERY and fallback_expander.calls == 1
     assert [(f.stage, f.reason) for f in stats.fallbacks] == [("expand", "no_valid_terms")]
 
 
 def test_no_index_skips_the_llm(server, llm, indexes, fallback_expander, prompts, settings):
-    stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand(QUERY, ["stripe"])
+    stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand_query(QUERY, ["stripe"])
     assert server.requests == [] and [f.reason for f in stats.fallbacks] == ["no_index"]
 
 
 def test_server_errors_fall_back(server, llm, indexes, fallback_expander, prompts, settings):
     server.script(default=Reply(status=502))
-    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand(QUERY, ["tmdb"])
+    result = stats = _expander(llm, indexes, fallback_expander, prompts, settings).expand_query(QUERY, ["tmdb"])
     assert result.expanded_query == QUERY and [f.reason for f in stats.fallbacks] == ["server_error"]
     assert stats.llm_calls[0].attempts == 3 and not stats.llm_calls[0].ok
 
@@ -72,12 +71,12 @@ def test_server_errors_fall_back(server, llm, indexes, fallback_expander, prompt
 def test_cache_hit_for_the_same_query_and_apis(server, llm, indexes, fallback_expander, prompts, settings):
     server.script(answer({"expanded_query": "x", "added_terms": ["getMovieCredits"]}))
     expander = _expander(llm, indexes, fallback_expander, prompts, settings, cache=TTLCache(8, 60))
-    expander.expand(QUERY, ["tmdb"])
-    stats = expander.expand(QUERY.lower(), ["tmdb"])
+    expander.expand_query(QUERY, ["tmdb"])
+    stats = expander.expand_query(QUERY.lower(), ["tmdb"])
     assert stats.added_terms == ["getMovieCredits"]
     assert len(server.requests) == 1 and stats.cache_hits == 1 and stats.llm_calls[0].cached
     server.script(answer({"expanded_query": "x", "added_terms": ["sendMail"]}))
-    expander.expand(QUERY, ["tmdb", "sendgrid"])  # other APIs: another key
+    expander.expand_query(QUERY, ["tmdb", "sendgrid"])  # other APIs: another key
     assert len(server.requests) == 2
 
 
@@ -89,7 +88,7 @@ def test_indexes_are_trimmed_to_budget_keeping_relevant_lines(server, llm, fallb
                          summaries=["Create an invoice"])])
     settings = make_settings(expansion_prompt_token_budget=800)
     server.script(answer({"expanded_query": "x", "added_terms": ["createInvoice"]}))
-    _expander(llm, {"big": big}, fallback_expander, prompts, settings).expand("create invoices", ["big"])
+    _expander(llm, {"big": big}, fallback_expander, prompts, settings).expand_query("create invoices", ["big"])
     sent = server.user_texts()[0]
     assert len(get_tokenizer()(sent)) <= 800
     assert "POST /invoices createInvoice" in sent and "getThing399" not in sent

@@ -8,10 +8,15 @@ import time
 import pytest
 from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
-
-from specrag.errors import LLMStageError
-from specrag.llm import RetryPolicy, build_llm, parse_output, structured_call, text_call
-from specrag.settings import Settings
+from specrag.core.errors import LLMStageError
+from specrag.core.llm import (
+    RetryPolicy,
+    build_llm,
+    parse_output,
+    structured_call,
+    text_call,
+)
+from specrag.core.settings import Settings
 from specrag.stages.api_select_llm import SelectionAnswer as ApiSelection
 
 from .openai_server import Reply, answer

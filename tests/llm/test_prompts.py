@@ -6,10 +6,9 @@ import shutil
 
 import pytest
 from llama_index.core.prompts import PromptTemplate
-
-from specrag.context import KnowledgeContext
-from specrag.errors import PromptError, SpecragError
-from specrag.prompts import PROMPT_VARS, PromptSet, prompt_hash
+from specrag.context.knowledge import KnowledgeContext
+from specrag.core.errors import PromptError, SpecragError
+from specrag.core.prompts import PROMPT_VARS, PromptSet, prompt_hash
 from specrag.stages import synthesize
 from specrag.stages.api_select_llm import LLMApiSelector
 from specrag.stages.expand_llm import LLMQueryExpander

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 from llama_index.core.utils import get_tokenizer
-
 from specrag.catalog.io import load_api_indexes, load_catalog, write_catalogs
-from specrag.llm import build_llm
+from specrag.core.llm import build_llm
 from specrag.specs.ingest import ingest_paths
 from specrag.stages.api_select import KeywordApiSelector
 from specrag.stages.api_select_llm import LLMApiSelector, catalog_line

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from llama_index.core.utils import get_tokenizer
-
-from specrag.cache import TTLCache
 from specrag.catalog.models import Catalog, CatalogEntry
+from specrag.core.ttl_cache import TTLCache
 from specrag.stages.api_select_llm import LLMApiSelector
 
 from .fakes import FakeKeywordSelector

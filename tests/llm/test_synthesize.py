@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from specrag.context import ContextChunk, KnowledgeContext
-from specrag.stages.results import StageMode
+from specrag.context.knowledge import ContextChunk, KnowledgeContext
+from specrag.core.records import StageMode
 from specrag.stages.synthesize import Synthesizer, cited_sources, render_sources
 
 from .openai_server import Reply, answer

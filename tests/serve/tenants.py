@@ -24,7 +24,7 @@ def mark_create_user(specs: Path, marker: str = MARKER) -> None:
 
 def build_two_tenants(root: Path, demo_settings) -> tuple:
     """(settings with keys, specs copy, the kb_id both tenants hold, the kb_id only beta holds)."""
-    from specrag.workspace import update_index
+    from specrag.index.workspace import update_index
 
     specs, only_beta = root / "specs", root / "petonly"
     shutil.copytree(SPECS, specs)

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
-from specrag.api_models import (AgenticRetrievalRequest, BasicRetrievalRequest, RetrievalResponse, RetrievalStep)
+from specrag.core.api_models import (
+    AgenticRetrievalRequest,
+    BasicRetrievalRequest,
+    RetrievalResponse,
+    RetrievalStep,
+)
 
 pytestmark = pytest.mark.anyio
 URL = "/api/v1/retrieve/agentic"

@@ -99,7 +99,6 @@ async def test_the_alias_names_the_same_knowledge_base(client, demo_kbs, kb_id):
 
 async def test_a_lexical_index_answers_vector_requests_with_keyword_search_and_says_so(demo_index):
     import httpx
-
     from specrag.index.store import ChunkStore
     from specrag.serve.app import create_app
     from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
@@ -119,8 +118,7 @@ async def test_a_lexical_index_answers_vector_requests_with_keyword_search_and_s
 async def test_the_body_is_the_response_models_own_json_and_documented_as_it(client, kb_id, app):
     """The route sends bytes encoded in the worker thread: the same bytes FastAPI writes for its response_model."""
     from pydantic import TypeAdapter
-
-    from specrag.api_models import RetrievalResponse
+    from specrag.core.api_models import RetrievalResponse
 
     r = await client.post(URL, json={"kb_id": kb_id, "query": "create a new user account", "mode": "keyword"})
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"

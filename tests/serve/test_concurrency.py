@@ -3,9 +3,8 @@
 import asyncio
 import gc
 
-from threadpoolctl import threadpool_info
-
 from specrag.serve.concurrency import serving_threads
+from threadpoolctl import threadpool_info
 
 
 def _blas_threads() -> list[int]:

@@ -4,7 +4,6 @@ and agentic routes mounted) and answers how to call it."""
 from __future__ import annotations
 
 import pytest
-
 from specrag.serve.graph_wiring import routers
 from specrag.serve.openapi import write_service_openapi
 
@@ -16,8 +15,8 @@ QUESTIONS = {
 
 @pytest.fixture(scope="module")
 def own_engine(tmp_path_factory, demo_index, demo_kbs):
-    from specrag.factory import build_engine
-    from specrag.workspace import update_index
+    from specrag.engine.factory import build_engine
+    from specrag.index.workspace import update_index
 
     tmp = tmp_path_factory.mktemp("dogfood")
     spec = write_service_openapi(tmp / "specs" / "specrag.json", routers())

@@ -4,10 +4,8 @@ watcher swaps the next generation in (catalog/snapshot.py)."""
 
 from __future__ import annotations
 
-
 import httpx
 import pytest
-
 
 API = "petstore_v2"
 
@@ -23,7 +21,6 @@ def rename_pet(specs) -> None:
 def get(kbs, url: str) -> httpx.Response:
     """One request to an app serving ``kbs`` (in process; no watcher runs: the test swaps)."""
     import anyio
-
     from specrag.serve.app import create_app
 
     async def call() -> httpx.Response:
@@ -56,9 +53,9 @@ def answers_of_the_old_generation(kbs, kb) -> None:
 def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served_copy):
     from specrag.catalog.io import GRAPH_DIR, load_api_graph
     from specrag.graph.models import ApiGraph
+    from specrag.index.workspace import update_index
     from specrag.serve.reload import IndexWatcher
     from specrag.serve.tenancy import Tenants
-    from specrag.workspace import update_index
 
     settings, specs, kbs = served_copy
     watcher = IndexWatcher(Tenants.local(kbs), interval_s=0.1)
@@ -100,8 +97,8 @@ def test_a_build_stopped_before_its_commit_leaves_the_old_generation_whole(serve
     """A build that wrote the next catalogs and stopped before the manifest named them (killed, or
     still running): a knowledge base opened now serves the committed generation, catalogs included."""
     from specrag.index.builder import IndexBuilder
+    from specrag.index.workspace import update_index
     from specrag.serve.kbs import KnowledgeBases
-    from specrag.workspace import update_index
 
     settings, specs, kbs = served_copy
     kb_id = kbs.all()[0].kb_id

@@ -8,7 +8,6 @@ import json
 import httpx
 import pytest
 from mcp import Client
-
 from specrag.cli import main
 from specrag.serve.graph_wiring import mcp_tools, routers
 

@@ -22,9 +22,9 @@ def _create_user_text(kb) -> str:
 
 def test_the_watcher_swaps_in_a_new_generation_and_the_old_one_still_answers(served_copy):
     from specrag.index.lock import IndexLock
+    from specrag.index.workspace import update_index
     from specrag.serve.reload import IndexWatcher, served_generation
     from specrag.serve.tenancy import Tenants
-    from specrag.workspace import update_index
 
     settings, specs, kbs = served_copy
     watcher = IndexWatcher(Tenants.local(kbs), interval_s=0.1)
@@ -111,7 +111,6 @@ def test_reindex_while_clients_send_requests_over_loopback(served_copy):
 
 def test_requests_in_flight_finish_when_the_server_stops(demo_kbs):
     from fastapi import APIRouter
-
     from specrag.serve.app import create_app
 
     slow = APIRouter()

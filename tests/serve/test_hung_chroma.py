@@ -16,13 +16,18 @@ import time
 
 import httpx
 import pytest
-
-from specrag.errors import ChromaUnavailableError
+from index.chroma_server import (
+    ChromaServer,  # tests/ is on sys.path (rootdir-relative packages)
+)
+from specrag.core.errors import ChromaUnavailableError
+from specrag.index.workspace import (
+    corpus_settings,
+    synced_corpus_settings,
+    update_index,
+)
 from specrag.serve.app import create_app
 from specrag.serve.kbs import KnowledgeBases
-from specrag.workspace import corpus_settings, synced_corpus_settings, update_index
 
-from index.chroma_server import ChromaServer  # tests/ is on sys.path (rootdir-relative packages)
 from .live import DEMO_SPECS, running_uvicorn
 
 TIMEOUT_S = 1.5  # SPECRAG_CHROMA_TIMEOUT_S of the replica

@@ -17,7 +17,6 @@ BODIES = {"/api/v1/retrieve/basic": {"query": "create a user", "mode": "keyword"
 @pytest.fixture
 async def wired(demo_kbs):
     import httpx
-
     from specrag.serve.app import create_app
     from specrag.serve.graph_wiring import routers
 

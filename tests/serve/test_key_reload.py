@@ -12,7 +12,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _write_keys(path, keys: dict[str, str]) -> None:
-    from specrag.atomic import write_atomic
+    from specrag.core.atomic import write_atomic
     from specrag.serve.keys import KeyEntry, KeysFile, key_hash
 
     entries = [KeyEntry(tenant=tenant, sha256=key_hash(key)) for key, tenant in keys.items()]

@@ -70,7 +70,7 @@ async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id,
     for rid in ids:
         mine = [line for line in lines if line["request_id"] == rid]
         assert {m["message"] for m in mine} >= {"context", "http.request"}
-        assert any(m["logger"] == "specrag.engine" for m in mine)  # written in a worker thread
+        assert any(m["logger"] == "specrag.engine.query_engine" for m in mine)  # written in a worker thread
         event = next(m for m in mine if m["message"] == "context")
         assert {"event", "request_id", "steps", "sub_queries", "total_results", "total_tokens", "total_latency_ms",
                 "truncated", "reasoning_effort"} <= set(event)
@@ -79,8 +79,9 @@ async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id,
 async def test_a_request_is_one_span_tree_in_opentelemetry(client, kb_id):
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+        InMemorySpanExporter,
+    )
     from specrag.serve.tracing import install_instrumentation
 
     exporter = InMemorySpanExporter()

@@ -9,8 +9,7 @@ import httpx
 import pytest
 from mcp import Client
 from pydantic import BaseModel
-
-from specrag.api_models import BasicRetrievalRequest
+from specrag.core.api_models import BasicRetrievalRequest
 
 pytestmark = pytest.mark.anyio
 

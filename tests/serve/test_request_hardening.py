@@ -25,8 +25,8 @@ def empty_app(**options):
 
 def keyed_app(**options):
     from specrag.serve.app import create_app
-    from specrag.serve.keys import ApiKeys, new_key_entry
     from specrag.serve.kbs import KnowledgeBases
+    from specrag.serve.keys import ApiKeys, new_key_entry
     from specrag.serve.tenancy import Tenants
 
     key, entry = new_key_entry("alpha")
@@ -144,7 +144,6 @@ def test_serve_passes_uvicorn_a_header_size_limit(monkeypatch):
     import types
 
     import uvicorn
-
     from specrag.cli import serve
 
     seen = {}

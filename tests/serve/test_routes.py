@@ -75,7 +75,7 @@ async def test_health_readiness_and_openapi_need_no_key(client, kb_id):
 
 
 def test_an_indexed_corpus_is_served_by_folder_name_or_alias(demo_index):
-    from specrag.errors import IndexNotBuiltError
+    from specrag.core.errors import IndexNotBuiltError
     from specrag.serve.kbs import _existing
 
     local, _ = demo_index
@@ -89,7 +89,6 @@ def test_an_indexed_corpus_is_served_by_folder_name_or_alias(demo_index):
 async def test_schema_lookups_read_an_api_index_once_through_the_engines_reader(demo_index, monkeypatch):
     """The service's lookups and the engine's stages share one cache of parsed API indexes."""
     import httpx
-
     from specrag.catalog import io
     from specrag.serve.app import create_app
     from specrag.serve.kbs import KnowledgeBase, KnowledgeBases

@@ -117,8 +117,14 @@ async def test_open_endpoints_need_no_key_and_name_no_tenants_corpus(http, world
 
 
 def test_keys_file_and_env_give_the_same_tenants(tmp_path):
-    from specrag.serve.keys import ApiKeys, ApiKeysError, KeysFile, key_hash, new_key_entry
-    from specrag.settings import Settings
+    from specrag.core.settings import Settings
+    from specrag.serve.keys import (
+        ApiKeys,
+        ApiKeysError,
+        KeysFile,
+        key_hash,
+        new_key_entry,
+    )
 
     key, entry = new_key_entry("acme")
     path = tmp_path / "keys.json"
@@ -138,9 +144,9 @@ def test_keys_file_and_env_give_the_same_tenants(tmp_path):
 
 
 def test_one_catalog_folder_for_every_tenant_is_refused(tmp_path):
+    from specrag.core.settings import Settings
     from specrag.serve.keys import ApiKeys
     from specrag.serve.tenancy import SharedCatalogDir, Tenants
-    from specrag.settings import Settings
 
     settings = Settings(data_dir=tmp_path, catalog_dir=tmp_path / "catalogs", api_keys="acme:k1", _env_file=None)
     with pytest.raises(SharedCatalogDir, match="SPECRAG_CATALOG_DIR"):

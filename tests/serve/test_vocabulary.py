@@ -21,7 +21,7 @@ SMALL = 300  # tokens: createUser (154) is kept, part of its closure is not
 @pytest.fixture(scope="module")
 def small_kbs(demo_index):
     """The demo knowledge base with a server budget too small for createUser's whole closure."""
-    from specrag.factory import build_engine
+    from specrag.engine.factory import build_engine
     from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 
     local, store = demo_index
@@ -56,8 +56,8 @@ def json_text_inside(value, where: str = "") -> list[str]:
 
 
 async def test_truncated_is_one_answer_on_every_surface(small_kbs, caplog):
-    from specrag.context import KnowledgeContext
-    from specrag.render import render_markdown
+    from specrag.context.knowledge import KnowledgeContext
+    from specrag.engine.markdown import render_markdown
     from specrag.serve.app import create_app
     from specrag.serve.mcp_server import create_mcp_server
 
@@ -86,7 +86,7 @@ async def test_a_whole_context_is_not_truncated_anywhere(client):
 
 
 async def test_every_mcp_tokens_is_the_count_of_the_text_returned(mcp_server, client):
-    from specrag.tokens import count_tokens
+    from specrag.core.tokens import count_tokens
 
     calls = {"search_apis": {"query": "add a pet"}, "search_operations": {"query": "add a pet", "top_k": 3},
              "get_context": {"query": QUESTION}, "plan": {"query": "create a user then get it"},

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 import specrag
 
 
@@ -19,8 +18,8 @@ def test_all_is_sorted_and_every_name_resolves():
 
 
 def test_exported_names_are_the_defining_modules_objects():
-    from specrag.engine import ApiQueryEngine
-    from specrag.settings import Settings
+    from specrag.core.settings import Settings
+    from specrag.engine.query_engine import ApiQueryEngine
 
     assert specrag.ApiQueryEngine is ApiQueryEngine and specrag.Settings is Settings
     assert set(specrag.__all__) <= set(dir(specrag))

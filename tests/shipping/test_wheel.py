@@ -20,10 +20,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from specrag.prompts import PROMPT_VARS
-
 from llm.openai_server import ScriptedServer, answer
+from specrag.core.prompts import PROMPT_VARS
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 from specrag.specs.chunker import SpecChunker
 from specrag.specs.limits import SpecLimits
 

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from specrag.settings import Settings
-from specrag.specs import ids
+from specrag.core import ids
+from specrag.core.settings import Settings
 from specrag.specs.ingest import count_tokens, ingest_paths
 from specrag.specs.limits import SpecLimits
 

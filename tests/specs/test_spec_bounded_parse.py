@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from specrag.errors import SpecError
+from specrag.core.errors import SpecError
 from specrag.specs.ingest import ingest_paths, ingest_spec
 from specrag.specs.limits import ParseBudget
 from specrag.specs.parse import parse_text

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from specrag.specs.compact import compact_component
 from specrag.specs.ingest import ingest_spec
-from specrag.specs.loader import SpecSource
 from specrag.specs.limits import SpecLimits
+from specrag.specs.loader import SpecSource
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 SPECS = [CORPUS / "restbench" / "tmdb.json", CORPUS / "twilio" / "twilio_api_v2010.json"]

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 from specrag.specs.ingest import CorpusIngest, ingest_paths
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"

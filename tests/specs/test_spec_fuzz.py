@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 import pytest
 import yaml
-
 from specrag.specs.ingest import ingest_paths
 
 from .hostile import billion_laughs, limits

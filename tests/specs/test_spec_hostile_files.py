@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from specrag.specs.files import decode_text, safe_text
 from specrag.specs.ingest import ingest_paths, ingest_spec
 

@@ -8,9 +8,9 @@ import json
 import os
 from pathlib import Path
 
+from specrag.core import ids
+from specrag.core.settings import Settings
 from specrag.index import ChunkStore, IndexBuilder
-from specrag.settings import Settings
-from specrag.specs import ids
 from specrag.specs.ingest import ingest_paths, ingest_spec
 
 from .hostile import GOOD, limits, spec

@@ -1,10 +1,9 @@
-"""Chunk ids are reversible by pure functions (``specrag.specs.ids``)."""
+"""Chunk ids are reversible by pure functions (``specrag.core.ids``)."""
 
 from __future__ import annotations
 
 import pytest
-
-from specrag.specs import ids
+from specrag.core import ids
 
 
 @pytest.mark.parametrize("token, escaped", [

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from specrag.specs import ingest
 from specrag.specs.incremental import ingest_changed, real_paths
 

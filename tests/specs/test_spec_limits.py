@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from specrag.errors import SettingsError
-from specrag.settings import Settings
+from specrag.core.errors import SettingsError
+from specrag.core.settings import Settings
 from specrag.specs.limits import SpecLimits
 
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from specrag.specs.ingest import ingest_paths
 
 GOOD_OAS3 = """\

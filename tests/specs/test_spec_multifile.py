@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from specrag.specs.ingest import ingest_spec
 from specrag.specs.models import ChunkType
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 import os
 import time
 
-from specrag.specs.sources import RACY_NS, SourceRecord, SourceState, Stamper, load_sources, save_sources
+from specrag.specs.sources import (
+    RACY_NS,
+    SourceRecord,
+    SourceState,
+    Stamper,
+    load_sources,
+    save_sources,
+)
 
 
 def _state(stamper: Stamper, path: str, checked_ns: int) -> SourceState:

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from specrag.specs import ingest
 from specrag.specs.ingest import ingest_paths
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from specrag.specs.yaml_dump import to_yaml, to_yaml_reference
 
 FIXTURES = [Path(__file__).parent / "fixtures" / name for name in ("shop_swagger2.yaml", "zoo_oas3.yaml")]

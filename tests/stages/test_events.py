@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import NullEventHandler
-
 from specrag.stages.events import StageEndEvent, dispatcher, emit, listened
 
 

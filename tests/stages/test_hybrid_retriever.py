@@ -4,8 +4,7 @@ sides, weighted RRF, lexical-only mode, hydration of the top k only."""
 from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-
-from specrag.api_models import SearchMode
+from specrag.core.api_models import SearchMode
 from specrag.stages.hybrid_retriever import HybridRetriever
 from specrag.stages.query import SpecQuery
 

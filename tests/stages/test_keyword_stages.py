@@ -8,14 +8,13 @@ import numpy as np
 import pytest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, TextNode
-
 from specrag.catalog.io import load_api_index, load_catalog
-from specrag.fusion import fused_order, weighted_rrf
+from specrag.core.fusion import fused_order, weighted_rrf
+from specrag.core.records import StageMode
 from specrag.stages.api_select import KeywordApiSelector
 from specrag.stages.intent import Intent, classify, expected_methods
 from specrag.stages.query import SpecQuery
 from specrag.stages.query_expand import KeywordQueryExpander
-from specrag.stages.results import StageMode
 
 CATALOGS = Path(__file__).resolve().parents[2] / "catalogs"
 
@@ -87,7 +86,7 @@ def test_endpoint_evidence_matches_what_is_asked_by_words_and_the_whole_question
 
 def test_keyword_stages_say_they_ran_offline(catalog, indexes):
     selection = KeywordApiSelector(catalog, indexes).select("list pets")
-    expansion = KeywordQueryExpander(indexes.get).expand("list pets", ["petstore_v2"])
+    expansion = KeywordQueryExpander(indexes.get).expand_query("list pets", ["petstore_v2"])
     for result, stage in ((selection, "select"), (expansion, "expand")):
         assert result.mode is StageMode.OFFLINE and result.stage == stage and result.ms >= 0
         assert [(f.stage, f.reason) for f in result.fallbacks] == [(stage, "no_llm")]
@@ -102,7 +101,7 @@ def test_shortlist_is_bounded_and_sorted(catalog, indexes):
 
 def test_expansion_keeps_user_words_first_and_adds_api_names(indexes):
     expander = KeywordQueryExpander(indexes.get)
-    out = expander.expand("How many pets are in the inventory?", ["petstore_v2"])
+    out = expander.expand_query("How many pets are in the inventory?", ["petstore_v2"])
     assert out.expanded_query == "How many pets are in the inventory? " + " ".join(out.added_terms)
     assert "get inventory" in out.added_terms
     assert "inventory" not in out.added_terms  # already the user's word
@@ -111,8 +110,8 @@ def test_expansion_keeps_user_words_first_and_adds_api_names(indexes):
 
 def test_expansion_adds_nothing_for_unknown_or_empty_selection(indexes):
     expander = KeywordQueryExpander(indexes.get)
-    assert expander.expand("create a user", []).added_terms == []
-    assert expander.expand("create a user", ["nope"]).expanded_query == "create a user"
+    assert expander.expand_query("create a user", []).added_terms == []
+    assert expander.expand_query("create a user", ["nope"]).expanded_query == "create a user"
 
 
 @pytest.mark.parametrize("query,intent", [
@@ -173,7 +172,7 @@ def test_expansion_is_the_same_under_every_hash_seed(under_hash_seeds):
               "from specrag.stages.query_expand import KeywordQueryExpander as K;"
               f"c = Path({str(CATALOGS)!r});"
               "e = K(lambda f: load_api_index(c, f));"
-              "print(e.expand('update the user and the order of a pet', ['users_api', 'petstore_v2']).added_terms);"
+              "print(e.expand_query('update the user and the order of a pet', ['users_api', 'petstore_v2']).added_terms);"
               "print(all(list(w) == sorted(w) for _, w, _ in e._vocabulary('petstore_v2').names))")
     outputs = under_hash_seeds(script)
     assert len(outputs) == 1 and outputs.pop().endswith("True\n")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from llama_index.core.schema import NodeWithScore, TextNode
-
-from specrag.specs.ids import operation_chunk_id
+from specrag.core.ids import operation_chunk_id
 from specrag.stages.method_prior import MethodPrior
 from specrag.stages.query import SpecQuery
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from specrag.core.ids import operation_chunk_id
 from specrag.graph.models import ParamNeed
-from specrag.specs.ids import operation_chunk_id
 from specrag.stages.producer_policy import (
     AGENTIC_LOOKED_AT,
     EDGE_STRENGTH,
@@ -137,7 +137,7 @@ def test_plans_bind_to_a_producer_needing_no_id_then_the_nearest_call_before(chu
 def test_the_callers_use_the_policy(chunks):
     """plan._bound_by is the policy with plan settings (the plan tests cover expansion and agentic
     through their own entry points)."""
-    from specrag.plan import _bound_by
+    from specrag.engine.plan import _bound_by
 
     edges = chunks[USER].producers
     assert _bound_by(edges, "id", [USERS, ORDERS], chunks).producer == USERS

@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 
 from llama_index.core.schema import NodeWithScore, TextNode
-
 from specrag.catalog.models import ApiIndex
+from specrag.core.ids import operation_chunk_id
+from specrag.core.records import ADDED_STEP
 from specrag.graph.models import DependencyEdge, EdgeSource, ParamNeed, ResourceEntry
-from specrag.specs.ids import operation_chunk_id
-from specrag.stages.names import named_spans, names_something, names_the_caller, owned_by_asker, without_names
+from specrag.stages.names import (
+    named_spans,
+    names_something,
+    names_the_caller,
+    owned_by_asker,
+    without_names,
+)
 from specrag.stages.producers import ProducerExpander, for_the_asker
 from specrag.stages.query import SpecQuery
-from specrag.stages.results import ADDED_STEP
 
 API = "films"
 

@@ -8,13 +8,16 @@ import time
 
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
-
-from specrag.nodes import chunk_to_node
-from specrag.settings import Settings
-from specrag.tokens import count_tokens
-from specrag.specs.models import Chunk, ChunkType
-from specrag.stages.ref_expand import LEVEL_FETCH_FACTOR, ChunkLookup, ExpandedNodes, ReferenceExpander
-from specrag.stages.results import ReferenceExpansion
+from specrag.context.nodes import chunk_to_node
+from specrag.core.records import ReferenceExpansion
+from specrag.core.settings import Settings
+from specrag.core.tokens import count_tokens
+from specrag.specs.models import Chunk, ChunkLookup, ChunkType
+from specrag.stages.ref_expand import (
+    LEVEL_FETCH_FACTOR,
+    ExpandedNodes,
+    ReferenceExpander,
+)
 
 POST = "users:paths/~1users/post"
 GET = "users:paths/~1users~1{id}/get"
@@ -72,7 +75,7 @@ def run(*ids: str, chunks: list[Chunk] | None = None, **limits) -> tuple[Referen
     chunks = chunks if chunks is not None else users_api()
     lookup = DictLookup(chunks)
     limits.setdefault("closure_first", False)
-    return ReferenceExpander(lookup=lookup, **limits).expand(primaries(chunks, *ids)), lookup
+    return ReferenceExpander(lookup=lookup, **limits).follow_references(primaries(chunks, *ids)), lookup
 
 
 def refs(result: ReferenceExpansion) -> list[tuple[str, int, str]]:
@@ -291,7 +294,7 @@ def test_in_memory_lookup_runs_in_the_callers_thread_and_a_passed_deadline_stops
             return super().get_chunks(ids)
 
     lookup = MemoryLookup(users_api(), delays=(0.2,))
-    result = ReferenceExpander(lookup=lookup, timeout_ms=100).expand(primaries(users_api(), POST))
+    result = ReferenceExpander(lookup=lookup, timeout_ms=100).follow_references(primaries(users_api(), POST))
     assert lookup.threads == [threading.current_thread()]  # one level, in this thread, then out of time
     assert [c.id for c in result.referenced] == [USER_CREATE, USER, POST_ERR]  # the level it finished is kept
     assert result.truncated and (ADDRESS, USER_CREATE, 2, "timeout") in cuts(result)
@@ -308,7 +311,7 @@ def test_timeout_returns_partial_context():
     lookup = DictLookup(users_api(), delays=(0.0, 0.5))
     expander = ReferenceExpander(lookup=lookup, timeout_ms=150)
     started = time.monotonic()
-    result = expander.expand(primaries(users_api(), POST))
+    result = expander.follow_references(primaries(users_api(), POST))
     assert time.monotonic() - started < 0.45
     assert result.truncated and "timeout" in result.limits_hit
     assert [c.id for c in result.referenced] == [USER_CREATE, USER, POST_ERR]
@@ -323,7 +326,7 @@ def test_lookup_errors_propagate():
             raise RuntimeError("store down")
 
     with pytest.raises(RuntimeError, match="store down"):
-        ReferenceExpander(lookup=Broken()).expand(primaries(users_api(), POST))
+        ReferenceExpander(lookup=Broken()).follow_references(primaries(users_api(), POST))
 
 
 def test_empty_input_and_bad_lookup():
@@ -339,7 +342,7 @@ def test_malformed_ref_ids_mean_no_refs(raw):
     metadata = {"type": "endpoint", "n_tokens": 5} | ({"ref_ids": raw} if raw is not None else {})
     node = NodeWithScore(node=TextNode(id_=POST, text="post", metadata=metadata), score=1.0)
     lookup = DictLookup(users_api())
-    result = ReferenceExpander(lookup=lookup).expand([node])
+    result = ReferenceExpander(lookup=lookup).follow_references([node])
     assert [c.id for c in result.primary] == [POST] and result.referenced == [] and lookup.calls == []
 
 

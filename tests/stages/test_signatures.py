@@ -4,14 +4,14 @@ the chunk's own fields (``specrag.specs.signature``)."""
 
 from __future__ import annotations
 
-from specrag.context import KnowledgeContext
+from specrag.context.knowledge import KnowledgeContext
+from specrag.core.records import ContextChunk, ReferenceExpansion
+from specrag.core.tokens import count_tokens
+from specrag.engine.markdown import render_markdown
 from specrag.graph.models import ParamNeed
-from specrag.render import render_markdown
 from specrag.specs.models import Chunk, ChunkType
 from specrag.specs.signature import operation_signature
-from specrag.stages.results import ContextChunk, ReferenceExpansion
 from specrag.stages.signatures import SignatureTier
-from specrag.tokens import count_tokens
 
 GET = "pets:paths/~1pets~1{petId}/get"
 LIST = "pets:paths/~1pets/get"

@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from fastapi import APIRouter, Request
-
-from specrag.api_models import AgenticRetrievalRequest, RetrievalResponse
+from specrag.core.api_models import AgenticRetrievalRequest, RetrievalResponse
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.logs import request_id_var
 from specrag.serve.routes.common import ERRORS, Caller, state

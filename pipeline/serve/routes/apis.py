@@ -5,10 +5,16 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter, Query
-
-from specrag.api_models import KB_ID, KB_ID_OPTIONAL
+from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.serve.kbs import KnowledgeBaseInfo, KnowledgeBases
-from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement, get_operation, get_schema, list_apis
+from specrag.serve.lookup import (
+    ApiSummary,
+    OperationDetail,
+    SpecElement,
+    get_operation,
+    get_schema,
+    list_apis,
+)
 from specrag.serve.routes.common import ERRORS, Caller
 
 router = APIRouter(tags=["browse"])

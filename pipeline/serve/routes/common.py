@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
-
 from specrag.serve.kbs import KnowledgeBases
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
-
-from specrag.api_models import KB_ID, KB_ID_OPTIONAL, AgenticRetrievalRequest
-from specrag.context import KnowledgeContext
+from specrag.context.knowledge import KnowledgeContext
+from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL, AgenticRetrievalRequest
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller, state
 

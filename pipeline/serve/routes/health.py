@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-
 from specrag.serve.kbs import ChromaStatus, KnowledgeBaseInfo
 from specrag.serve.routes.common import state
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-
-from specrag.api_models import BasicRetrievalRequest, RetrievalResponse
+from specrag.core.api_models import BasicRetrievalRequest, RetrievalResponse
 from specrag.serve.basic import BasicRetrieval
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.logs import request_id_var

@@ -2,7 +2,7 @@
 
 Transient failures (timeouts, 429, 5xx) are retried with tenacity (exponential backoff, full
 jitter), bounded by ``llm_max_attempts`` and by the deadline: ``llm_deadline_s`` from the call's
-start, or the query's own deadline (:mod:`specrag.deadline`) when that comes first, so all the
+start, or the query's own deadline (:mod:`specrag.core.deadline`) when that comes first, so all the
 calls of one query together end within it. Each request's timeout is cut to the time left. Output that is not the expected JSON is re-asked once with the
 validation error. Anything else ends in ``LLMStageError(reason)``, which the stage turns into a
 fallback. The clients' own retries are off (``max_retries=0``) so that nothing retries twice.
@@ -31,13 +31,18 @@ from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageR
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, Field, ValidationError
-from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, wait_random_exponential
-
-from specrag.deadline import current_deadline, earliest
-from specrag.errors import LLMStageError, SpecragError
-from specrag.prompts import REASK_PROMPT, PromptInfo
-from specrag.settings import Settings
-from specrag.stages.results import LLMCall
+from specrag.core.deadline import current_deadline, earliest
+from specrag.core.errors import LLMStageError, SpecragError
+from specrag.core.prompts import REASK_PROMPT, PromptInfo
+from specrag.core.records import LLMCall
+from specrag.core.settings import Settings
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    wait_random_exponential,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -300,7 +305,7 @@ class _Call:
     """One stage call's bounds and accounting: the policy, the deadline, the tally.
 
     The deadline is the earliest of the call's own ``llm_deadline_s``, the caller's ``deadline``
-    and the current query's (:func:`specrag.deadline.current_deadline`)."""
+    and the current query's (:func:`specrag.core.deadline.current_deadline`)."""
 
     def __init__(self, llm: LLM, stage: str, prompt_info: PromptInfo, settings: Settings, deadline: float | None):
         self.llm, self.stage, self.info = llm, stage, prompt_info

@@ -12,7 +12,6 @@ import logging
 from pathlib import Path
 
 import numpy as np
-
 from specrag.catalog.models import Catalog, CatalogEntry
 
 logger = logging.getLogger(__name__)

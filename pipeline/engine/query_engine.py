@@ -6,7 +6,7 @@ Each stage returns a typed result; the engine alone turns them into ``RetrievalS
 per query. ``query`` returns a ``Response`` whose ``source_nodes`` are the primary then the
 referenced chunks, and whose text is the rendered context (or, with a synthesizer, an answer
 citing ``[Source N]``). Every entry point has an async twin that never blocks the event loop.
-All the LLM calls of one query share one ``llm_deadline_s`` deadline (:mod:`specrag.deadline`).
+All the LLM calls of one query share one ``llm_deadline_s`` deadline (:mod:`specrag.core.deadline`).
 """
 
 from __future__ import annotations
@@ -16,34 +16,41 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Optional
 
-from llama_index.core.base.response.schema import Response
 from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.response.schema import Response
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
-
-from specrag.context import KnowledgeContext, RetrievalStats
-from specrag.deadline import deadline_scope
-from specrag.errors import SpecragError
-from specrag.fallbacks import fallback_notice_scope
-from specrag.nodes import context_node
-from specrag.render import render_markdown
-from specrag.settings import Settings
+from specrag.context.knowledge import KnowledgeContext, RetrievalStats
+from specrag.context.nodes import context_node
+from specrag.core.deadline import deadline_scope
+from specrag.core.errors import SpecragError
+from specrag.core.fallbacks import fallback_notice_scope
+from specrag.core.records import (
+    ApiSelection,
+    QueryExpansion,
+    ReferenceExpansion,
+    SearchResult,
+    StageMode,
+    StageResult,
+    SynthesisResult,
+)
+from specrag.core.settings import Settings
+from specrag.engine.markdown import render_markdown
+from specrag.specs.models import ChunkLookup
 from specrag.stages.events import StageEndEvent, dispatcher, emit
 from specrag.stages.protocols import ApiSelector, QueryExpander
 from specrag.stages.ref_expand import ExpandedNodes, ReferenceExpander
-from specrag.stages.signatures import SignatureTier
-from specrag.stages.results import (ApiSelection, QueryExpansion, ReferenceExpansion, SearchResult, StageMode,
-                                     StageResult, SynthesisResult)
 from specrag.stages.search import RANKING_DEPTH, SearchStage
+from specrag.stages.signatures import SignatureTier
 from specrag.stages.synthesize import Synthesizer
 from specrag.stages.timing import elapsed_ms
 
 if TYPE_CHECKING:
-    from specrag.graph.queries import DepsReport, ImpactReport
-    from specrag.plan import Plan
+    from specrag.engine.graph_queries import DepsReport, ImpactReport
+    from specrag.engine.plan import Plan
 
 logger = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 2000
@@ -75,6 +82,11 @@ class ApiQueryEngine(CustomQueryEngine):
                                    further_depth=self.settings.context_signature_depth,
                                    query_analysis=self.settings.enable_query_analysis)
 
+    @property
+    def lookup(self) -> ChunkLookup:
+        """The store's chunk lookup: the one handle plans, agentic retrieval and the eval read chunks through."""
+        return self.references.lookup
+
     def _get_prompt_modules(self) -> PromptMixinType:
         """Every LLM stage's prompts, namespaced ``selector:``, ``expander:``, ``synthesizer:``, ``decomposer:``."""
         modules = {"selector": self.selector, "expander": self.expander, "synthesizer": self.synthesizer,
@@ -102,7 +114,7 @@ class ApiQueryEngine(CustomQueryEngine):
         query, warnings = self._check_query(query)
         with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():  # every LLM call within it
             selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
-            expansion = self._done(self.expander.expand(query, selection.selected_apis)
+            expansion = self._done(self.expander.expand_query(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
             search = self._done(self._search.search(query, expansion, selection))
             nodes = self.references.postprocess_nodes(search.nodes[: self.settings.context_primaries],
@@ -116,7 +128,7 @@ class ApiQueryEngine(CustomQueryEngine):
         query, warnings = self._check_query(query)
         with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():
             selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
-            expansion = self._done(await self.expander.aexpand(query, selection.selected_apis)
+            expansion = self._done(await self.expander.aexpand_query(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
             search = self._done(await self._search.asearch(query, expansion, selection))
             nodes = await self.references.apostprocess_nodes(search.nodes[: self.settings.context_primaries],
@@ -126,7 +138,7 @@ class ApiQueryEngine(CustomQueryEngine):
     # ---- plans and graph queries ----------------------------------------------------------
     def plan(self, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> "Plan":
         """The operations the question needs in call order, each with its context and bindings."""
-        from specrag.plan import build_plan
+        from specrag.engine.plan import build_plan
 
         return build_plan(self, question, apis=apis, token_budget=token_budget)
 
@@ -140,7 +152,7 @@ class ApiQueryEngine(CustomQueryEngine):
 
     def _graph_queries(self):
         if self.graph is None:
-            raise QueryError("this engine has no dependency graph (build it with specrag.factory.build_engine)")
+            raise QueryError("this engine has no dependency graph (build it with specrag.engine.factory.build_engine)")
         return self.graph
 
     # ---- helpers --------------------------------------------------------------------------

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from llama_index.core.prompts import PromptTemplate
 from pydantic import BaseModel, ConfigDict, Field
-
-from specrag.errors import PromptError
-from specrag.settings import DEFAULT_PROMPTS_PACKAGE
+from specrag.core.errors import PromptError
+from specrag.core.settings import DEFAULT_PROMPTS_PACKAGE
 
 # prompt name -> the variables its stage passes (the stages build exactly these keys)
 PROMPT_VARS: dict[str, frozenset[str]] = {

@@ -26,17 +26,32 @@ import time
 import uuid
 from typing import Any, Callable
 
-from specrag.agentic.budget import Budget
-from specrag.agentic.decompose import Decomposer, Decomposition, offline_decomposition
-from specrag.api_models import AgenticRetrievalRequest, ReasoningEffort, RetrievalResponse, RetrievalStep, RetrievedItem
-from specrag.context import ContextChunk, KnowledgeContext, output_metadata
-from specrag.fallbacks import fallback_notice_scope
+from specrag.context.knowledge import ContextChunk, KnowledgeContext, output_metadata
+from specrag.core.api_models import (
+    AgenticRetrievalRequest,
+    ReasoningEffort,
+    RetrievalResponse,
+    RetrievalStep,
+    RetrievedItem,
+)
+from specrag.core.fallbacks import fallback_notice_scope
+from specrag.core.tokens import count_tokens
+from specrag.engine.agentic.budget import Budget
+from specrag.engine.agentic.decompose import (
+    Decomposer,
+    Decomposition,
+    offline_decomposition,
+)
 from specrag.specs.models import decode_params, decode_producers
 from specrag.stages.names import owned_by_asker
-from specrag.stages.producer_policy import (AGENTIC_LOOKED_AT, EDGE_STRENGTH, best_producer, for_the_asker,
-                                            producer_facts)
+from specrag.stages.producer_policy import (
+    AGENTIC_LOOKED_AT,
+    EDGE_STRENGTH,
+    best_producer,
+    for_the_asker,
+    producer_facts,
+)
 from specrag.stages.producers import provides_reason, step_label
-from specrag.tokens import count_tokens
 
 PRODUCER_ROUNDS = {ReasoningEffort.LOW: 0, ReasoningEffort.MEDIUM: 1, ReasoningEffort.HIGH: 2}
 
@@ -134,7 +149,7 @@ class _Run:
             return []
         have = {c.id for c in ctx.chunks}
         wanted = [i for i in ctx.retrieval_stats.ranking if i not in have][:n]
-        chunks = await asyncio.to_thread(self.engine.references.lookup.get_chunks, wanted)
+        chunks = await asyncio.to_thread(self.engine.lookup.get_chunks, wanted)
         return [ContextChunk(id=i, text=chunks[i].text, metadata=chunks[i].metadata(), n_tokens=chunks[i].n_tokens)
                 for i in wanted if i in chunks]
 
@@ -150,7 +165,7 @@ class _Run:
         if not wanted:
             self._record("expand_producers", "", [], 0, start, "every id parameter in the context is bound")
             return False
-        chunks = await asyncio.to_thread(self.engine.references.lookup.get_chunks, list(wanted))
+        chunks = await asyncio.to_thread(self.engine.lookup.get_chunks, list(wanted))
         found = [ContextChunk(id=i, text=c.text, metadata=c.metadata(), n_tokens=c.n_tokens) for i, c in chunks.items()]
         added, tokens = self._admit(found, "", wanted)
         self._record("expand_producers", "", added, tokens, start,
@@ -172,7 +187,7 @@ class _Run:
         own things, among those :func:`~specrag.stages.producer_policy.for_the_asker` keeps):
         the one producer policy (:mod:`specrag.stages.producer_policy`) as agentic retrieval uses
         it, over the producers of the first ``AGENTIC_LOOKED_AT`` edges the store holds."""
-        get_chunks = self.engine.references.lookup.get_chunks
+        get_chunks = self.engine.lookup.get_chunks
         if self.owned is not None:  # the asker's own things: a producer's own producers may tell
             chunks = await asyncio.to_thread(get_chunks, [e.producer for e in edges])
             edges = for_the_asker(edges, self.owned, lambda cid: chunks[cid].producers if cid in chunks else [])

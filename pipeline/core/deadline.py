@@ -1,7 +1,7 @@
 """One deadline per query for every LLM call it makes (select, expand, synthesize, and any later
 stage), so that ``SPECRAG_LLM_DEADLINE_S`` bounds the query, not each call.
 
-The engine opens a :func:`deadline_scope` at the start of a query; :mod:`specrag.llm` caps each
+The engine opens a :func:`deadline_scope` at the start of a query; :mod:`specrag.core.llm` caps each
 call at :func:`current_deadline`. The deadline lives in a ``ContextVar``, so it follows the query
 into ``asyncio`` tasks and ``asyncio.to_thread`` workers and never leaks into a concurrent query.
 A scope inside another one can only shorten the deadline, never extend it.

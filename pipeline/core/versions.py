@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from importlib import metadata
 
-from specrag import caches
+from specrag.core import caches
 
 
 @caches.register

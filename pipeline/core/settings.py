@@ -2,10 +2,10 @@
 
 Passed into every component explicitly; nothing reads a hidden global. Env var names are the
 field aliases below; docs/configuration.md lists them, generated from these fields and their
-descriptions (:mod:`specrag.settings_reference`). Every field has its allowed range; a value
+descriptions (:mod:`specrag.core.settings_reference`). Every field has its allowed range; a value
 outside it is a ``SettingsError`` whose one line names the variable and what it accepts
-(:mod:`specrag.settings_errors`). Which ``.env`` is read, and why a ``.env`` cannot redirect
-an API key from the environment: :mod:`specrag.envfile`.
+(:mod:`specrag.core.settings_errors`). Which ``.env`` is read, and why a ``.env`` cannot redirect
+an API key from the environment: :mod:`specrag.core.envfile`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from specrag.envfile import default_env_file, key_for_dotenv_url
-from specrag.settings_errors import describe_validation_error
+from specrag.core.envfile import default_env_file, key_for_dotenv_url
+from specrag.core.settings_errors import describe_validation_error
 
 NonNegativeWeight = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
 
@@ -34,7 +40,7 @@ def _env(*names: str) -> AliasChoices:
 DEFAULT_PROMPTS_PACKAGE = "specrag.default_prompts"  # the prompts a prompts_dir of None means (the repository's prompts/)
 
 class Settings(BaseSettings):
-    # .env: chosen per instance in __init__ (specrag.envfile), never the working folder's
+    # .env: chosen per instance in __init__ (specrag.core.envfile), never the working folder's
     model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True, env_ignore_empty=True)
 
     # where things live

@@ -1,7 +1,7 @@
 """Decomposition with an LLM (prompts/decompose.txt), the offline splitter as its fallback.
 
 The answer is checked: empty parts are dropped, at most ``max_parts`` are kept, and an answer
-with no usable part falls back to :func:`~specrag.agentic.split.split_question` with the
+with no usable part falls back to :func:`~specrag.engine.agentic.split.split_question` with the
 reason recorded. Never raises to the caller.
 """
 
@@ -10,12 +10,11 @@ from __future__ import annotations
 import time
 
 from pydantic import BaseModel, Field
-
-from specrag.agentic.split import split_question
-from specrag.cache import cache_key
-from specrag.llm import model_name
+from specrag.core.llm import model_name
+from specrag.core.records import StageMode, StageResult
+from specrag.core.ttl_cache import cache_key
+from specrag.engine.agentic.split import split_question
 from specrag.stages.llm_stage import LLMStage
-from specrag.stages.results import StageMode, StageResult
 from specrag.stages.timing import elapsed_ms
 
 MAX_PART_CHARS = 500

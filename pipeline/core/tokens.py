@@ -19,7 +19,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from specrag import caches
+from specrag.core import caches
 
 ENCODING = "cl100k_base"
 _load_lock = threading.Lock()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from specrag.context import ContextChunk, KnowledgeContext
+from specrag.context.knowledge import ContextChunk, KnowledgeContext
 
 
 def render_markdown(ctx: KnowledgeContext) -> str:

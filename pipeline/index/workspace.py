@@ -18,10 +18,9 @@ import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-
 from specrag.catalog.io import CatalogWriteReport, write_catalogs
-from specrag.errors import IndexDamagedError, IndexNotBuiltError
-from specrag.settings import Settings
+from specrag.core.errors import IndexDamagedError, IndexNotBuiltError
+from specrag.core.settings import Settings
 from specrag.specs.models import IngestReport
 
 CURRENT = "current"
@@ -194,7 +193,7 @@ def _cache_catalog_vectors(local: Settings, store) -> None:
     if store.search_mode != "hybrid":
         return
     from specrag.catalog.io import load_catalog
-    from specrag.catalog.vectors import catalog_vectors
+    from specrag.index.catalog_vectors import catalog_vectors
     from specrag.index.embeddings import embed_model_id
 
     catalog_vectors(load_catalog(local.catalogs_path), store.embedder, embed_model_id(store.embedder),

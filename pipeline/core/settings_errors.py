@@ -14,8 +14,7 @@ from typing import Any
 import annotated_types as at
 from pydantic import AliasChoices, ValidationError
 from pydantic.fields import FieldInfo
-
-from specrag.errors import SettingsError
+from specrag.core.errors import SettingsError
 
 _KINDS = {int: "an integer", float: "a number", str: "text", Path: "a path",
           bool: "true or false (also 1/0, yes/no, on/off)"}

@@ -14,7 +14,7 @@ no test sees what an earlier one left. Caches only: clearing one never changes a
 how soon it comes. Per-instance caches (an index's record LRUs, a knowledge base's operation
 names) live and die with their instance and are not registered.
 
-Not the LLM answer cache: that is ``specrag.cache.TTLCache``, one per engine.
+Not the LLM answer cache: that is ``specrag.core.ttl_cache.TTLCache``, one per engine.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """KnowledgeContext: what a query returns, and the stats that explain how it was built.
 
 The stage records (``ContextChunk``, ``Fallback``, ``LLMCall``, ``CutRef``) are defined with the
-stage results in ``specrag.stages.results`` and re-exported here.
+stage results in ``specrag.core.records`` and re-exported here.
 
 A KnowledgeContext is the output: its chunks' metadata is what a caller reads, not what Chroma
 stores. The API id is ``api`` (stored as ``source_file``; old JSON with that name still reads),
@@ -21,9 +21,14 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
-
+from specrag.core.records import (
+    ContextChunk,
+    CutRef,
+    Fallback,
+    LLMCall,
+    ReferenceExpansion,
+)
 from specrag.specs.models import _json_or, decoded_metadata
-from specrag.stages.results import ContextChunk, CutRef, Fallback, LLMCall, ReferenceExpansion
 
 __all__ = ["API_ID", "CONTEXT_SCHEMA_VERSION", "ContextChunk", "CutRef", "Fallback", "KnowledgeContext", "LLMCall",
            "RetrievalStats", "output_metadata"]

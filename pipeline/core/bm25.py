@@ -1,15 +1,14 @@
 """A small in-memory BM25 ranker (bm25s) for the catalog-level keyword stages.
 
 Its documents (one per API) are only ever matched against questions, so both sides go through
-the question analyser of ``specrag.analysis``.
+the question analyser of ``specrag.core.analysis``.
 """
 
 from __future__ import annotations
 
 import bm25s
 import numpy as np
-
-from specrag.analysis import query_terms, question_tokens
+from specrag.core.analysis import query_terms, question_tokens
 
 
 class Bm25Ranker:

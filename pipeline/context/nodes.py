@@ -11,9 +11,8 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
-
+from specrag.core.records import ContextChunk
 from specrag.specs.models import Chunk
-from specrag.stages.results import ContextChunk
 
 
 class Hit(NamedTuple):

@@ -16,8 +16,7 @@ import os
 from pathlib import Path
 
 from dotenv import dotenv_values
-
-from specrag.errors import SettingsError
+from specrag.core.errors import SettingsError
 
 logger = logging.getLogger(__name__)
 

@@ -13,25 +13,26 @@ an operationId, or a chunk id) and return pydantic reports; unknown names raise
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Protocol
+from typing import Callable
 
 from pydantic import BaseModel, Field
-
 from specrag.catalog.models import ApiIndex
-from specrag.errors import SpecragError
+from specrag.core.errors import SpecragError
+from specrag.core.ids import (
+    ERRORS_SUFFIX,
+    base_chunk_id,
+    operation_chunk_id,
+    parse_operation_id,
+    part_chunk_id,
+)
 from specrag.graph.models import ApiGraph, DependencyEdge, ParamNeed
-from specrag.specs.ids import ERRORS_SUFFIX, base_chunk_id, operation_chunk_id, parse_operation_id, part_chunk_id
-from specrag.specs.models import Chunk
+from specrag.specs.models import Chunk, ChunkLookup
 
 MAX_IMPACT_DEPTH = 12
 
 
 class GraphQueryError(SpecragError, ValueError):
     """An unknown API, schema or operation; the message names the closest known ones."""
-
-
-class ChunkLookup(Protocol):
-    def get_chunks(self, ids: list[str]) -> dict[str, Chunk]: ...
 
 
 class ImpactedOperation(BaseModel):

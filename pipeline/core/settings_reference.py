@@ -6,7 +6,7 @@ one table per section. The sections are :data:`SECTIONS` below, a map from secti
 names (the step before nested settings): a field added to ``Settings`` goes in one of them, or
 :func:`render` refuses.
 
-``python -m specrag.settings_reference`` prints the markdown; ``--write [FILE]`` puts it
+``python -m specrag.core.settings_reference`` prints the markdown; ``--write [FILE]`` puts it
 between the markers of ``docs/configuration.md`` (or FILE), leaving the prose around them alone.
 ``tests/test_settings_reference.py`` fails while the file is stale.
 """
@@ -25,13 +25,12 @@ import annotated_types as at
 from pydantic import AliasChoices, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
-
-from specrag.settings import Settings
+from specrag.core.settings import Settings
 
 BEGIN = "<!-- BEGIN GENERATED: settings -->"
 END = "<!-- END GENERATED -->"
 DOC = Path("docs/configuration.md")
-COMMAND = "python -m specrag.settings_reference --write"
+COMMAND = "python -m specrag.core.settings_reference --write"
 
 # section title -> its fields, in the order the reference lists them
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -77,7 +76,7 @@ def section_of(cls: type[Settings] = Settings) -> dict[str, str]:
         raise ValueError(f"{__name__}.SECTIONS names no such settings field: {', '.join(unknown)}")
     if missing := [n for n in cls.model_fields if n not in sections]:
         raise ValueError(f"settings field(s) in no section: {', '.join(missing)}: add each to "
-                         f"{__name__}.SECTIONS (pipeline/settings_reference.py)")
+                         f"{__name__}.SECTIONS (pipeline/core/settings_reference.py)")
     return sections
 
 
@@ -173,7 +172,7 @@ def _number(value: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specrag.settings_reference", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m specrag.core.settings_reference", description=__doc__.split("\n")[0])
     parser.add_argument("--write", nargs="?", const=DOC, type=Path, metavar="FILE",
                         help=f"replace the generated part of FILE (default {DOC}) instead of printing it")
     args = parser.parse_args(argv)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from specrag.api_models import AgenticRetrievalRequest
+from specrag.core.api_models import AgenticRetrievalRequest
 
 CONTEXT_SHARE = 0.7  # the context may use 70% of token_budget; the rest is left for the answer
 

@@ -2,7 +2,7 @@
 
 Each query records its fallbacks in ``retrieval_stats.fallbacks`` (and a server counts them in its
 ``specrag_fallbacks`` metric), but nobody reads stats to learn that the LLM is down. So a failed
-LLM call is also told as one warning on the ``specrag.fallbacks`` logger: the CLI prints it on
+LLM call is also told as one warning on the ``specrag.core.fallbacks`` logger: the CLI prints it on
 stderr, a host application's logging receives it. Once per process for each (stage, reason): a
 server whose LLM is down answers every query with keyword methods, and a line per query would bury
 its log. The stages one query failed in are told together, in one line, when the query ends
@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterable, Iterator
 
-from specrag import caches
-from specrag.stages.results import Fallback
+from specrag.core import caches
+from specrag.core.records import Fallback
 
 logger = logging.getLogger(__name__)
 

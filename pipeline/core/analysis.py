@@ -23,8 +23,7 @@ import re
 from functools import lru_cache
 
 import Stemmer
-
-from specrag import caches
+from specrag.core import caches
 
 INDEX_STOPWORDS = "en"  # bm25s's standard English list (see the module docstring)
 

@@ -13,7 +13,7 @@ no step's name does (:func:`_extend`).
 
 A question that asks for several things ("check the IP's reputation; if it is bad, report it")
 has steps no id links. It is split into sub-questions (grammar only:
-:func:`~specrag.agentic.split.split_question`); each sub-question's best match among the
+:func:`~specrag.engine.agentic.split.split_question`); each sub-question's best match among the
 primary hits joins the plan, in the order asked, each with its producers, in place of the single
 target. A match is lexical: the sub-question's terms found in the operation's search text, each
 weighted by how few of the primary hits have it.
@@ -25,15 +25,20 @@ import math
 from collections import Counter
 
 from pydantic import BaseModel, Field, field_validator
-
-from specrag.agentic.split import split_question
-from specrag.analysis import index_tokens, query_terms
-from specrag.context import ContextChunk, RetrievalStats, output_metadata
+from specrag.context.knowledge import ContextChunk, RetrievalStats, output_metadata
+from specrag.core.analysis import index_tokens, query_terms
+from specrag.core.ids import operation_method
+from specrag.engine.agentic.split import split_question
 from specrag.graph.models import DependencyEdge
-from specrag.specs.ids import operation_method
 from specrag.specs.models import Chunk
 from specrag.stages.names import owned_by_asker
-from specrag.stages.producer_policy import NO_STRENGTH, ProducerFacts, best_producer, for_the_asker, producer_facts
+from specrag.stages.producer_policy import (
+    NO_STRENGTH,
+    ProducerFacts,
+    best_producer,
+    for_the_asker,
+    producer_facts,
+)
 from specrag.stages.producers import FOLLOW_UP, provides_reason, step_label
 
 MIN_STEP_TOKENS = 300
@@ -226,12 +231,11 @@ def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
 def build_plan(engine, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> Plan:
     """``engine.plan``: one query, then the plan's steps with their contexts within ``token_budget``."""
     from llama_index.core.schema import NodeWithScore
-
-    from specrag.nodes import chunk_to_node
+    from specrag.context.nodes import chunk_to_node
 
     ctx = engine.retrieve_context(question, apis=apis)
     stats = ctx.retrieval_stats
-    chunks = engine.references.lookup.get_chunks(list(stats.ranking))
+    chunks = engine.lookup.get_chunks(list(stats.ranking))
     calls = planned_calls(stats.ranking, chunks, stats.step_reasons, engine.settings.max_primary_results, question)
     order = [cid for cid, _ in calls]
     budget = token_budget or engine.settings.context_token_limit
@@ -242,7 +246,7 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
     own = owned_by_asker(question)
     for number, (cid, part) in enumerate(calls, 1):
         chunk = chunks[cid]
-        expansion = expander.expand([NodeWithScore(node=chunk_to_node(chunk), score=None)])
+        expansion = expander.follow_references([NodeWithScore(node=chunk_to_node(chunk), score=None)])
         plan.steps.append(PlanStep(step=number, chunk_id=cid, method=chunk.method, path=chunk.path,
                                    operation_id=chunk.operation_id,
                                    reason=f"answers: {part}" if part else "answers the question",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from specrag.catalog.io import load_api_graph, load_api_indexes, load_catalog
-from specrag.catalog.vectors import blend_with_centroids, catalog_vectors
-from specrag.engine import ApiQueryEngine
-from specrag.errors import IndexNotBuiltError
-from specrag.graph.queries import GraphQueries
+from specrag.core.errors import IndexNotBuiltError
+from specrag.core.settings import Settings
+from specrag.engine.graph_queries import GraphQueries
+from specrag.engine.query_engine import ApiQueryEngine
+from specrag.index.catalog_vectors import blend_with_centroids, catalog_vectors
 from specrag.index.embeddings import embed_model_id
-from specrag.settings import Settings
 from specrag.stages.api_select import KeywordApiSelector
 from specrag.stages.hybrid_retriever import HybridRetriever
 from specrag.stages.method_prior import MethodPrior
@@ -43,10 +43,10 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     expander = KeywordQueryExpander(indexes.get)
     synthesizer = decomposer = None
     if settings.llm_configured:
-        from specrag.agentic.decompose import Decomposer
-        from specrag.cache import TTLCache
-        from specrag.llm import build_llm
-        from specrag.prompts import PromptSet
+        from specrag.core.llm import build_llm
+        from specrag.core.prompts import PromptSet
+        from specrag.core.ttl_cache import TTLCache
+        from specrag.engine.agentic.decompose import Decomposer
         from specrag.stages.api_select_llm import LLMApiSelector
         from specrag.stages.expand_llm import LLMQueryExpander
         from specrag.stages.synthesize import Synthesizer

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 from specrag.core.records import (
     ContextChunk,
     CutRef,
@@ -114,6 +114,9 @@ class KnowledgeContext(BaseModel):
     referenced_chunks: list[ContextChunk] = Field(default_factory=list)
     total_tokens: int = 0
     retrieval_stats: RetrievalStats = Field(default_factory=RetrievalStats)
+    # stage 3's typed result, kept beside the diagnostics for what is built on a context in-process
+    # (plans, agentic retrieval); not part of the JSON
+    _search: SearchResult | None = PrivateAttr(None)
 
     @field_validator("primary_chunks", "signature_chunks", "referenced_chunks")
     @classmethod
@@ -130,6 +133,24 @@ class KnowledgeContext(BaseModel):
                    referenced_chunks=list(expansion.referenced),
                    total_tokens=expansion.total_tokens + sum(c.n_tokens for c in signatures),
                    retrieval_stats=stats or RetrievalStats())
+
+    def with_search(self, search: SearchResult) -> "KnowledgeContext":
+        self._search = search
+        return self
+
+    @property
+    def search(self) -> SearchResult:
+        """The search that found the context: its ranking (ids, best first, and the hits past them)
+        and the steps it added with their reasons. A context read back from JSON has none."""
+        if self._search is None:
+            raise ValueError("this KnowledgeContext carries no search result (it was not built by an engine "
+                             "in this process)")
+        return self._search
+
+    @property
+    def step_reasons(self) -> dict[str, str]:
+        """Why the search placed each added step in the ranking, by chunk id."""
+        return {s.chunk_id: s.reason for s in self.search.added_steps}
 
     @property
     def chunks(self) -> list[ContextChunk]:

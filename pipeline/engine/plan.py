@@ -234,9 +234,9 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
     from specrag.context.nodes import chunk_to_node
 
     ctx = engine.retrieve_context(question, apis=apis)
-    stats = ctx.retrieval_stats
-    chunks = engine.lookup.get_chunks(list(stats.ranking))
-    calls = planned_calls(stats.ranking, chunks, stats.step_reasons, engine.settings.max_primary_results, question)
+    stats, ranking = ctx.retrieval_stats, ctx.search.ranking
+    chunks = engine.lookup.get_chunks(list(ranking))
+    calls = planned_calls(ranking, chunks, ctx.step_reasons, engine.settings.max_primary_results, question)
     order = [cid for cid, _ in calls]
     budget = token_budget or engine.settings.context_token_limit
     per_step = step_budget(budget, len(order))

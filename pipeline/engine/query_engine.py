@@ -38,6 +38,8 @@ from specrag.core.records import (
     SynthesisResult,
 )
 from specrag.core.settings import Settings
+from specrag.engine.agentic.decompose import Decomposer
+from specrag.engine.graph_queries import DepsReport, GraphQueries, ImpactReport
 from specrag.engine.markdown import render_markdown
 from specrag.specs.models import ChunkLookup
 from specrag.stages.events import StageEndEvent, dispatcher, emit
@@ -49,7 +51,6 @@ from specrag.stages.synthesize import Synthesizer
 from specrag.stages.timing import elapsed_ms
 
 if TYPE_CHECKING:
-    from specrag.engine.graph_queries import DepsReport, ImpactReport
     from specrag.engine.plan import Plan
 
 logger = logging.getLogger(__name__)
@@ -70,10 +71,10 @@ class ApiQueryEngine(CustomQueryEngine):
     signatures: Optional[SignatureTier] = Field(None, description="signatures of the ranked operations that are "
                                                                   "not primaries, in the budget left")
     synthesizer: Optional[Synthesizer] = Field(None, description="answers with [Source N] when set")
-    decomposer: Optional[Any] = Field(None, description="splits a question into searches (agentic retrieval)")
+    decomposer: Optional[Decomposer] = Field(None, description="splits a question into searches (agentic retrieval)")
     settings: Settings
     known_apis: frozenset[str] = Field(description="API ids a caller may name (complete in the index)")
-    graph: Optional[Any] = Field(None, exclude=True, description="GraphQueries: impact and deps over the index")
+    graph: Optional[GraphQueries] = Field(None, exclude=True, description="impact and deps over the index")
     _search: SearchStage = PrivateAttr()
 
     def model_post_init(self, __context: Any) -> None:
@@ -170,7 +171,7 @@ class ApiQueryEngine(CustomQueryEngine):
         ranked = [n.node.node_id for n in search.nodes] + search.further
         signatures = (self.signatures.signatures(ranked, refs, selection.selected_apis)
                       if self.signatures is not None else [])
-        ctx = KnowledgeContext.assemble(query, refs, signatures, stats)
+        ctx = KnowledgeContext.assemble(query, refs, signatures, stats).with_search(search)
         stats.timings_ms["assemble"] = elapsed_ms(t)
         stats.timings_ms["total"] = elapsed_ms(start)
         if self.settings.log_retrieval_stats:

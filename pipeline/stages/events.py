@@ -5,12 +5,13 @@ any registered event handler (tracing, metrics, logging) sees them beside LlamaI
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Optional, Union
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events.base import BaseEvent
 from llama_index.core.schema import NodeWithScore, QueryType
+from specrag.core.records import ReferenceExpansion, StageResult
 
 dispatcher = instrument.get_dispatcher("specrag")
 
@@ -48,7 +49,7 @@ class ReferenceExpansionEndEvent(BaseEvent):
     """The expansion's nodes (primaries then references) and its typed result."""
 
     nodes: list[NodeWithScore]
-    expansion: Any = None  # a ReferenceExpansion (typed loosely: events stay importable alone)
+    expansion: Optional[ReferenceExpansion] = None
 
     @classmethod
     def class_name(cls) -> str:
@@ -59,7 +60,7 @@ class StageEndEvent(BaseEvent):
     """A stage of the engine finished (select, expand, search, refs, synthesize): its result."""
 
     stage: str
-    result: Any = None
+    result: Union[StageResult, ReferenceExpansion, None] = None
 
     @classmethod
     def class_name(cls) -> str:

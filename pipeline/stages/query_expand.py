@@ -99,4 +99,4 @@ class KeywordQueryExpander:
         return result
 
     async def aexpand_query(self, query: str, selected_apis: list[str]) -> QueryExpansion:
-        return await asyncio.to_thread(self.expand, query, selected_apis)
+        return await asyncio.to_thread(self.expand_query, query, selected_apis)

@@ -77,7 +77,7 @@ class _Candidate(NamedTuple):
 class ReferenceExpander(BaseNodePostprocessor):
     """Adds every chunk the retrieved chunks reference, within depth, slot, token and time limits."""
 
-    lookup: Any = Field(exclude=True, description="a ChunkLookup: chunks by id, one batch per level")
+    lookup: ChunkLookup = Field(exclude=True, description="chunks by id, one batch per level")
     max_depth: int = Field(3, ge=0, description="ref hops followed from a primary chunk")
     max_total_chunks: int = Field(15, ge=0, description="primary plus referenced chunks (primaries always kept)")
     token_limit: int = Field(4000, ge=0, description="token budget for the whole context (primaries always kept)")

@@ -139,7 +139,7 @@ class _Run:
                 kept.add(ref.id)
                 refs.append(ref)
         share = self.budget.context_tokens + (self.budget.context_cap - self.budget.context_tokens) // remaining
-        added, tokens = self._admit([*primary, *extra, *refs], sub_query, ctx.retrieval_stats.step_reasons, share)
+        added, tokens = self._admit([*primary, *extra, *refs], sub_query, ctx.step_reasons, share)
         self._record("retrieve", sub_query, added, tokens, start,
                      f"apis {', '.join(ctx.retrieval_stats.selected_apis) or '-'}; search {ctx.retrieval_stats.search_mode}")
 
@@ -148,7 +148,7 @@ class _Run:
         if n <= 0:
             return []
         have = {c.id for c in ctx.chunks}
-        wanted = [i for i in ctx.retrieval_stats.ranking if i not in have][:n]
+        wanted = [i for i in ctx.search.ranking if i not in have][:n]
         chunks = await asyncio.to_thread(self.engine.lookup.get_chunks, wanted)
         return [ContextChunk(id=i, text=chunks[i].text, metadata=chunks[i].metadata(), n_tokens=chunks[i].n_tokens)
                 for i in wanted if i in chunks]

@@ -146,7 +146,7 @@ def test_a_producer_for_the_askers_own_things_is_the_call_that_names_the_caller(
     chunks = {op(p): Chunk(id=op(p), file_id="music", type=ChunkType.ENDPOINT, text=p, embed_text="", search_text="",
                            kind="operation", method="GET", path=p) for p in [*lists, "/me"]}
     lookup = SimpleNamespace(get_chunks=lambda ids: {i: chunks[i] for i in ids if i in chunks})
-    owner = SimpleNamespace(engine=SimpleNamespace(references=SimpleNamespace(lookup=lookup)), clock=Clock())
+    owner = SimpleNamespace(engine=SimpleNamespace(lookup=lookup), clock=Clock())
 
     def best(query: str) -> str | None:
         return asyncio.run(_Run(owner, AgenticRetrievalRequest(query=query))._best_producer(edges))

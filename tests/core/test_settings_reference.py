@@ -9,7 +9,7 @@ from pydantic import Field
 from specrag.core import settings_reference as ref
 from specrag.core.settings import Settings
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def doc_part() -> str:

@@ -35,7 +35,7 @@ def _rendered_spec_texts() -> list[str]:
     from specrag.specs.ingest import ingest_spec
 
     texts = []
-    for spec in sorted((Path(__file__).resolve().parents[1] / "examples" / "specs").iterdir()):
+    for spec in sorted((Path(__file__).resolve().parents[2] / "examples" / "specs").iterdir()):
         result = ingest_spec(spec, spec.stem, 1500)
         texts += [t for c in result.chunks for t in (c.text, c.compact_text, c.embed_text) if t]
     return texts

@@ -53,6 +53,7 @@ from specrag.core.ids import (
     parse_operation_id,
     split_chunk_id,
 )
+from specrag.core.latency import Latency
 from specrag.evals.querysets import Endpoint, endpoint_key
 from specrag.specs.models import Chunk
 
@@ -133,16 +134,6 @@ def edge_hits(steps: Sequence[tuple[Hashable, dict[str, set]]]) -> tuple[int, in
             total += 1
             hits += bool(found & earlier)
     return hits, total
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    low, high = math.floor(pos), math.ceil(pos)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 def mean(values: Iterable[float]) -> float:
@@ -378,12 +369,6 @@ class ScoredQuery(Protocol):
     baselines: dict  # baseline name -> BaselineScores
 
 
-class LatencyStats(BaseModel):
-    p50: float = 0.0
-    p95: float = 0.0
-    n: int = 0
-
-
 RANKING_METRICS = ("recall_at_5", "recall_at_10", "all_found_at_10", "mrr", "ndcg_at_10")
 BASELINE_METRICS = (*CONTEXT_METRICS, *RANKING_METRICS)
 
@@ -415,7 +400,7 @@ class MetricSummary(BaseModel):
                                            description="QueryMetrics field -> mean; None when no query has a value")
     completeness_n: int = Field(0, description="queries with a gold endpoint in the context (or an error)")
     mean_context_tokens: float = 0.0
-    latency_ms: dict[str, LatencyStats] = Field(default_factory=dict,
+    latency_ms: dict[str, Latency] = Field(default_factory=dict,
                                                 description="stage -> p50/p95 over the queries that did not error")
     llm_calls_per_query: float = 0.0
     prompt_tokens_per_query: float = 0.0
@@ -487,5 +472,5 @@ def _mean_or_none(values: Iterable[float | None]) -> float | None:
     return mean(present) if present else None
 
 
-def _latency(values: list[float]) -> LatencyStats:
-    return LatencyStats(p50=percentile(values, 50), p95=percentile(values, 95), n=len(values))
+def _latency(values: list[float]) -> Latency:
+    return Latency.of(values)

@@ -23,6 +23,7 @@ from typing import Iterator
 from pydantic import BaseModel, Field
 from specrag.bench.hot_reindex import HotReindex, ReindexReport, probe, reindex
 from specrag.core.errors import SpecragError
+from specrag.core.latency import Latency
 
 READY_TIMEOUT_S = 300
 
@@ -76,13 +77,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))], 2)
-
-
 async def _client(session, spec: LoadSpec, offset: int, stop_at: float, timed_from: float, out: dict) -> None:
     url = spec.url + "/api/v1/retrieve/basic"
     i = offset
@@ -129,11 +123,11 @@ async def run_load(spec: LoadSpec) -> LoadReport:
         await asyncio.gather(*(_client(session, spec, c * max(1, len(spec.queries) // spec.clients), stop_at,
                                        timed_from, out) for c in range(spec.clients)), *extra)
     latencies = out["latencies"]
+    latency = Latency.of(latencies)
     return LoadReport(requests=len(latencies), errors=len(out["errors"]), error_samples=out["errors"][:5],
                       degraded=len(out["degraded"]), index_search_mode=search_mode,
-                      throughput_rps=round(len(latencies) / spec.duration_s, 1), p50_ms=percentile(latencies, 0.5),
-                      p95_ms=percentile(latencies, 0.95), p99_ms=percentile(latencies, 0.99),
-                      max_ms=round(max(latencies, default=0.0), 2),
+                      throughput_rps=round(len(latencies) / spec.duration_s, 1), p50_ms=latency.p50,
+                      p95_ms=latency.p95, p99_ms=latency.p99, max_ms=latency.max,
                       mean_results=round(sum(out["results"]) / max(1, len(out["results"])), 2), clients=spec.clients,
                       duration_s=spec.duration_s, mode=spec.mode, distinct_queries=len(set(spec.queries)),
                       load_before=load_before, load_after=os.getloadavg(), cpus=os.cpu_count() or 0,

@@ -24,7 +24,6 @@ from specrag.bench.fleet import copy_corpus, disk_mb, edit_one_spec
 from specrag.bench.reindex import ReindexRequest, ReindexResult
 from specrag.bench.report import (
     BenchReport,
-    Latency,
     Machine,
     Reindex,
     chunk_count,
@@ -32,6 +31,7 @@ from specrag.bench.report import (
 )
 from specrag.bench.serve import ServeRequest, ServeResult, peak_rss_mb
 from specrag.core.errors import SpecragError
+from specrag.core.latency import Latency
 from specrag.core.settings import Settings
 
 # the demo set shipped in the package; found without importing specrag.evals (it loads the engine's records)

@@ -5,28 +5,12 @@ from __future__ import annotations
 import os
 import platform
 
-import numpy as np
 from pydantic import BaseModel, Field
 from specrag.bench.reindex import ReindexResult
 from specrag.bench.serve import BASELINE_TOP_K, STAGES
+from specrag.core.latency import Latency
 
 TARGET_P95_MS, TARGET_BUILD_S, TARGET_REINDEX_S = 50.0, 6 * 60.0, 5.0
-
-
-class Latency(BaseModel):
-    p50: float
-    p95: float
-    mean: float = 0.0
-    max: float = 0.0
-    n: int = Field(0, description="timed calls")
-
-    @classmethod
-    def of(cls, values: list[float]) -> "Latency":
-        if not values:
-            return cls(p50=0.0, p95=0.0)
-        arr = np.asarray(values, dtype=float)
-        return cls(p50=round(float(np.percentile(arr, 50)), 2), p95=round(float(np.percentile(arr, 95)), 2),
-                   mean=round(float(arr.mean()), 2), max=round(float(arr.max()), 2), n=len(values))
 
 
 class Machine(BaseModel):

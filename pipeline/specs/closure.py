@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from specrag.core.ids import base_chunk_id
+from specrag.core.latency import percentile
 from specrag.specs.models import ApiChunks, Chunk, ChunkType, ClosureFit
 
 
@@ -31,8 +32,8 @@ def closure_fit(closures: list[tuple[int, int, int]], token_limit: int = 4000, m
                       fit=round(float(fits.mean()), 4),
                       fit_with_slots=round(float((fits & (chunks <= max_chunks)).mean()), 4),
                       fit_full_text=round(float((full_tokens <= token_limit).mean()), 4),
-                      tokens_p50=float(np.percentile(tokens, 50)), tokens_p90=float(np.percentile(tokens, 90)),
-                      tokens_p99=float(np.percentile(tokens, 99)))
+                      tokens_p50=float(percentile(tokens.tolist(), 50)),
+                      tokens_p90=float(percentile(tokens.tolist(), 90)), tokens_p99=float(percentile(tokens.tolist(), 99)))
 
 
 def _closure(op: Chunk, by_id: dict[str, Chunk], max_depth: int, compact: bool) -> tuple[int, int]:

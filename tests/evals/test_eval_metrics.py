@@ -66,18 +66,6 @@ def test_selection_accuracy_and_precision():
     assert m.selection_accuracy(["a"], []) == 0.0 and m.selection_precision(["a"], []) == 0.0
 
 
-@pytest.mark.parametrize("values", [[10.0, 20.0, 30.0, 40.0], [5.0], [3.0, 1.0, 2.0, 100.0, 7.0]])
-def test_percentile_matches_numpy(values):
-    for q in (50, 95):
-        assert m.percentile(values, q) == pytest.approx(float(np.percentile(values, q)))
-
-
-def test_percentile_by_hand():
-    assert m.percentile([10, 20, 30, 40], 50) == 25.0
-    assert m.percentile([10, 20, 30, 40], 95) == pytest.approx(38.5)
-    assert m.percentile([], 50) == 0.0
-
-
 def test_chunk_ids_map_to_endpoints():
     post = endpoint_key("users_api", "POST", "/users")
     assert m.chunk_endpoint(POST_USERS) == post

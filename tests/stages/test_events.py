@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import NullEventHandler
+from specrag.core.records import ApiSelection
 from specrag.stages.events import StageEndEvent, dispatcher, emit, listened
+
+SELECTION = ApiSelection(selected_apis=["petstore"])
 
 
 def test_an_event_is_built_and_sent_only_when_a_handler_listens(record_events, monkeypatch):
@@ -15,7 +18,7 @@ def test_an_event_is_built_and_sent_only_when_a_handler_listens(record_events, m
 
     def make():
         built.append(1)
-        return StageEndEvent(stage="select", result="r")
+        return StageEndEvent(stage="select", result=SELECTION)
 
     assert not listened()  # LlamaIndex's null handler alone
     emit(make)
@@ -23,5 +26,5 @@ def test_an_event_is_built_and_sent_only_when_a_handler_listens(record_events, m
     with record_events() as recorder:
         assert listened()
         emit(make)
-    assert built == [1] and [(e.stage, e.result) for e in recorder.events] == [("select", "r")]
+    assert built == [1] and [(e.stage, e.result) for e in recorder.events] == [("select", SELECTION)]
     assert not listened()

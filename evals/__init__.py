@@ -2,8 +2,8 @@
 
 from specrag.evals.compare import compare_runs
 from specrag.evals.querysets import EvalQuery, GoldEndpoint, QuerySetError, load_query_sets
-from specrag.evals.report import EvalRun, QueryResult, load_run, write_run
-from specrag.evals.runner import ChunkLookup, ContextSource, EvalMode, EvalSetting, run_eval
+from specrag.evals.report import EvalRun, QueryResult, load_run
+from specrag.evals.runner import ChunkLookup, ContextSource, EvalMode, EvalSetting, run_eval, write_run
 
 __all__ = [
     "ChunkLookup",

@@ -1,20 +1,9 @@
 """specrag evals: query sets, metrics, the runner, reports and run comparison."""
 
 from specrag.evals.compare import compare_runs
-from specrag.evals.querysets import (
-    EvalQuery,
-    GoldEndpoint,
-    QuerySetError,
-    load_query_sets,
-)
-from specrag.evals.report import EvalRun, QueryResult, load_run, write_run
-from specrag.evals.runner import (
-    ChunkLookup,
-    ContextSource,
-    EvalMode,
-    EvalSetting,
-    run_eval,
-)
+from specrag.evals.querysets import EvalQuery, GoldEndpoint, QuerySetError, load_query_sets
+from specrag.evals.report import EvalRun, QueryResult, load_run
+from specrag.evals.runner import ChunkLookup, ContextSource, EvalMode, EvalSetting, run_eval, write_run
 
 __all__ = [
     "ChunkLookup",

@@ -88,7 +88,11 @@ class RunComparison(BaseModel):
 
 def compare(run_a: Path, run_b: Path) -> RunComparison:
     """Run A (the baseline) against run B; paths are run folders or their results.json."""
-    a, b = load_run(run_a), load_run(run_b)
+    return compare_loaded(run_a, load_run(run_a), run_b, load_run(run_b))
+
+
+def compare_loaded(run_a: Path, a: EvalRun, run_b: Path, b: EvalRun) -> RunComparison:
+    """:func:`compare` of two runs already read (from ``run_a`` and ``run_b``)."""
     summaries_b = dict(b.rows())
     keys_a, by_key_b = {(q.set, q.id) for q in a.queries}, {(q.set, q.id): q for q in b.queries}
     pairs = [(qa, by_key_b[(qa.set, qa.id)]) for qa in a.queries if (qa.set, qa.id) in by_key_b]

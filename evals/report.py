@@ -1,4 +1,6 @@
-"""What a run records (``results.json``) and the tables a person reads (``report.md``).
+"""What a run records (``results.json``) and the tables a person reads (``report.md``; the same
+run as a page with plots is :mod:`specrag.evals.html_report`'s, and
+:func:`specrag.evals.runner.write_run` writes all three).
 
 ``results.json`` keeps every query's gold, selection, ranking and context ids, so any tool can
 recompute the metrics or diff two runs (:mod:`specrag.evals.compare`) without rerunning anything. Its
@@ -108,14 +110,6 @@ class EvalRun(BaseModel):
 
     def rows(self) -> list[tuple[str, MetricSummary]]:
         return [("overall", self.metrics.overall), *self.metrics.per_set.items()]
-
-
-def write_run(run: EvalRun, out_dir: Path) -> None:
-    """Write ``results.json`` and ``report.md`` into ``out_dir`` (created if missing)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(run.model_dump_json(indent=2), encoding="utf-8")
-    (out_dir / "report.md").write_text(render_report(run), encoding="utf-8")
 
 
 def load_run(path: Path) -> EvalRun:

@@ -11,6 +11,7 @@ import platform
 import time
 from datetime import datetime, timezone
 from enum import Enum
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -20,16 +21,9 @@ from specrag.core.versions import package_versions
 from specrag.engine.plan import plan_operations
 from specrag.evals import metrics as m
 from specrag.evals.baselines import DEPTH, Baseline, BaselineScores, ContextAssembler
+from specrag.evals.html_report import render_run_html
 from specrag.evals.querysets import EvalQuery
-from specrag.evals.report import (
-    EvalRun,
-    Gold,
-    QueryResult,
-    RetrievedChunk,
-    RunInfo,
-    RunMetrics,
-    write_run,
-)
+from specrag.evals.report import EvalRun, Gold, QueryResult, RetrievedChunk, RunInfo, RunMetrics, render_report
 from specrag.specs.models import ChunkLookup
 from tqdm import tqdm
 
@@ -77,6 +71,16 @@ def run_eval(queries: list[EvalQuery], engine: ContextSource, lookup: ChunkLooku
     header = _header(run_info, mode, setting, list(by_set), sorted(prompts))
     summary = RunMetrics(overall=m.summarize(results), per_set={k: m.summarize(v) for k, v in by_set.items()})
     return EvalRun(run=header, metrics=summary, queries=results)
+
+
+def write_run(run: EvalRun, out_dir: Path) -> None:
+    """Write ``results.json``, ``report.md`` and ``report.html`` (the same run as a page to look
+    at: plots, and every question with its context) into ``out_dir`` (created if missing)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(run.model_dump_json(indent=2), encoding="utf-8")
+    (out_dir / "report.md").write_text(render_report(run), encoding="utf-8")
+    (out_dir / "report.html").write_text(render_run_html(run), encoding="utf-8")
 
 
 def _run_one(query: EvalQuery, engine: ContextSource, lookup: ChunkLookup,

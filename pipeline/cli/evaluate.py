@@ -40,6 +40,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     c.add_argument("run_a", type=Path, help="the baseline: a run folder (or its results.json)")
     c.add_argument("run_b", type=Path, help="the run to compare with it")
     c.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    c.add_argument("--out", type=Path, default=None,
+                   help="also write report.md and report.html (plots; the questions that moved, side by side) "
+                        "into this folder")
     c.add_argument("-v", "--verbose", action="store_true")
     c.set_defaults(handler=compare)
 
@@ -47,12 +50,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def compare(args: argparse.Namespace, settings: Settings) -> int:
     from specrag.evals.compare import compare as compare_runs
     from specrag.evals.compare import format_comparison
+    from specrag.evals.html_report import write_comparison
 
-    comparison = compare_runs(args.run_a, args.run_b)
+    if args.out is not None:
+        comparison = write_comparison(args.run_a, args.run_b, args.out)
+    else:
+        comparison = compare_runs(args.run_a, args.run_b)
     if args.json:
         print_json(comparison)
     else:
         print(format_comparison(comparison), end="")
+        if args.out is not None:
+            print(f"written: {args.out / 'report.md'}, {args.out / 'report.html'}")
     return 0
 
 
@@ -91,7 +100,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
         print_json(run.metrics)
     else:
         print((out / "report.md").read_text())
-        print(f"written: {out / 'report.md'}, {out / 'results.json'}")
+        print(f"written: {out / 'report.md'}, {out / 'report.html'}, {out / 'results.json'}")
     if args.mode == "llm" and every_llm_call_failed(run):
         print(f"specrag: warning: every LLM call of this --mode llm run failed; the results are the keyword "
               f"fallback's (reasons: {_reasons(run)})", file=sys.stderr)

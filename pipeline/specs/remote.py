@@ -14,7 +14,8 @@ each document's ETag and Last-Modified: a re-run sends If-None-Match / If-Modifi
 Multi-file specs: a relative ``$ref`` to a .json/.yaml/.yml document inside the entry URL's
 folder (same scheme, host and port; a path under the entry's directory) is fetched too, to the
 same place relative to the entry file, under the same bounds (all documents of one URL share the
-byte limit; ``SPECRAG_REMOTE_MAX_DOCUMENTS`` caps their number). Any other ref (another origin,
+byte limit; ``SPECRAG_REMOTE_MAX_DOCUMENTS`` caps their number). As the loader does, only the
+part of a document a ref points at is followed further, and ``x-`` extensions are not. Any other ref (another origin,
 above the entry's folder, a dot-file, a query) is not fetched, and the loader then counts it as
 unresolved exactly as for a local spec: refs are still read only from the entry's folder tree.
 """
@@ -38,8 +39,9 @@ from specrag.atomic import write_atomic
 from specrag.errors import SpecError
 from specrag.settings import Settings
 from specrag.specs.files import decode_text, read_regular_file
+from specrag.specs.ids import pointer_to_tokens
 from specrag.specs.limits import ParseBudget, SpecLimits
-from specrag.specs.loader import MAX_REF_CHARS, SPEC_SUFFIXES
+from specrag.specs.loader import MAX_REF_CHARS, SPEC_SUFFIXES, walk_pointer
 from specrag.specs.parse import one_line, parse_text
 
 REMOTE_DIR = "remote"
@@ -277,36 +279,77 @@ class _SpecFetch:
         self.files: dict[str, str] = {}  # file relative to the folder -> its URL
         self.bodies: dict[str, bytes] = {}  # URL -> body
         self.documents: dict[str, CachedDocument] = {}  # URL -> validators
+        self.parsed: dict[str, Any] = {}  # URL -> parsed document (None: does not parse)
         self.downloaded = 0
         self.not_modified = 0
         self._lock = threading.Lock()  # _document runs in the pool's threads
 
     def run(self, key: str) -> FetchedSpec:
+        """The entry, then level by level the documents its refs reach: as the loader does, only
+        the part of a document a ref points at is followed further (a ref to ``models.yaml#/A``
+        reaches what ``A`` references, not every ref of ``models.yaml``)."""
         entry = self._document(self.url, None)
-        suffix = self._entry_suffix(entry)
-        entry_rel = self.stem + suffix
+        entry_rel = self.stem + self._entry_suffix(entry)
         self.files[entry_rel] = self.url
-        base = entry.final_url
-        root = _folder_of(base)
-        level = list(self._refs(self.url, base, root))
-        origin = _origin(base)
+        root, origin = _folder_of(entry.final_url), _origin(entry.final_url)
+        bases = {self.url: entry.final_url}  # where a document's relative refs resolve from
+        frontier: list[tuple[str, tuple[str, ...]]] = [(self.url, ())]
+        walked: set[tuple[str, tuple[str, ...]]] = set()
         with ThreadPoolExecutor(_FETCH_THREADS) as pool:
-            while level:
-                todo = []
-                for ref_url, rel in level:
-                    if rel in self.files:
-                        continue
-                    if len(self.files) >= self.fetcher.limits.max_documents:
-                        raise FetchError(f"more than {self.fetcher.limits.max_documents} documents "
-                                         "(SPECRAG_REMOTE_MAX_DOCUMENTS)")
-                    self.files[rel] = ref_url
-                    if ref_url not in self.bodies and ref_url not in (u for u, _ in todo):
-                        todo.append((ref_url, rel))
-                list(pool.map(lambda item: self._document(item[0], origin), todo))
-                level = [ref for ref_url, _ in todo for ref in self._refs(ref_url, ref_url, root)]
+            while frontier:
+                wanted: list[str] = []
+                reached = []
+                for url, tokens in frontier:
+                    if any((url, tokens[:n]) in walked for n in range(len(tokens) + 1)):
+                        continue  # that part was walked already, within a larger one or itself
+                    walked.add((url, tokens))
+                    for ref_url, ref_tokens in self._refs(url, bases[url], root, tokens):
+                        if ref_url not in bases:
+                            bases[ref_url] = ref_url
+                            wanted.append(ref_url)
+                        reached.append((ref_url, ref_tokens))
+                list(pool.map(lambda url: self._document(url, origin), wanted))
+                frontier = reached
         self._write(key, entry_rel)
         return FetchedSpec(url=self.url, path=self.folder / entry_rel, downloaded=self.downloaded,
                            not_modified=self.not_modified)
+
+    def _refs(self, url: str, base: str, root: str, tokens: tuple[str, ...]) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """(document URL, pointer tokens) of each ref in the part of ``url``'s document at ``tokens``
+        that lies inside ``root``; a document that does not parse references nothing (the ingest
+        reports it). A new document is given its file (``files``), within the document cap."""
+        doc = self._parsed(url)
+        if doc is None:
+            return
+        for ref in _ref_strings(walk_pointer(doc, tokens)):
+            file_part, _, fragment = ref.partition("#")
+            try:
+                ref_tokens = tuple(pointer_to_tokens("#" + unquote(fragment)))
+            except ValueError:
+                continue
+            if not file_part:
+                yield url, ref_tokens
+                continue
+            target = _inside(file_part, base, root)
+            if target is None:
+                continue
+            ref_url, rel = target
+            if rel not in self.files:
+                if len(self.files) >= self.fetcher.limits.max_documents:
+                    raise FetchError(f"more than {self.fetcher.limits.max_documents} documents "
+                                     "(SPECRAG_REMOTE_MAX_DOCUMENTS)")
+                self.files[rel] = ref_url
+            if self.files[rel] == ref_url:  # (a sibling named like the entry file reads the entry, as locally)
+                yield ref_url, ref_tokens
+
+    def _parsed(self, url: str) -> Any:
+        if url not in self.parsed:
+            body = self.bodies[url]
+            try:
+                self.parsed[url] = parse_text(decode_text(body), _is_json(url, body), self.parse_budget)
+            except SpecError:
+                self.parsed[url] = None
+        return self.parsed[url]
 
     def _document(self, url: str, origin: tuple[str, str] | None) -> _Answer:
         """Fetch one document (conditionally, when a kept copy is still intact) into ``bodies``."""
@@ -356,21 +399,6 @@ class _SpecFetch:
             return ".yaml"
         return ".json" if self.bodies[self.url].lstrip()[:1] in (b"{", b"[") else ".yaml"
 
-    def _refs(self, url: str, base: str, root: str) -> Iterator[tuple[str, str]]:
-        """(URL, file relative to the folder) of each document the document at ``url`` references
-        inside ``root``; a document that does not parse references nothing (the ingest reports it)."""
-        body = self.bodies[url]
-        try:
-            doc = parse_text(decode_text(body), _is_json(url, body), self.parse_budget)
-        except SpecError:
-            return
-        seen: set[str] = set()
-        for ref in _ref_strings(doc):
-            target = _inside(ref, base, root)
-            if target is not None and target[1] not in seen:
-                seen.add(target[1])
-                yield target
-
     def _write(self, key: str, entry_rel: str) -> None:
         """Write what changed (an unchanged file keeps its mtime), drop files no longer referenced,
         then the record: an interrupted fetch leaves a record that no longer matches, never a wrong one."""
@@ -397,6 +425,8 @@ def _is_json(url: str, body: bytes) -> bool:
 
 
 def _ref_strings(doc: Any) -> Iterator[str]:
+    """Every ``$ref`` in ``doc`` outside ``x-`` extensions (code samples and the like, which the
+    chunker drops: a spec's examples folder is not fetched for nothing)."""
     stack = [doc]
     while stack:
         node = stack.pop()
@@ -404,7 +434,7 @@ def _ref_strings(doc: Any) -> Iterator[str]:
             ref = node.get("$ref")
             if isinstance(ref, str):
                 yield ref
-            stack.extend(node.values())
+            stack.extend(v for k, v in node.items() if not (isinstance(k, str) and k.startswith("x-")))
         elif isinstance(node, list):
             stack.extend(node)
 
@@ -420,10 +450,9 @@ def _folder_of(url: str) -> str:
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path[:parts.path.rfind('/') + 1] or '/'}"
 
 
-def _inside(ref: str, base: str, root: str) -> tuple[str, str] | None:
+def _inside(file_part: str, base: str, root: str) -> tuple[str, str] | None:
     """(URL, relative file) of a ref's document when it lies inside ``root`` and the loader may read
     it (a .json/.yaml/.yml file, no dot-file or dot-folder); else None (never fetched)."""
-    file_part = ref.partition("#")[0]
     if not file_part or len(file_part) > MAX_REF_CHARS or urlsplit(file_part).scheme or file_part.startswith("//") \
             or "?" in file_part or "\\" in file_part:
         return None

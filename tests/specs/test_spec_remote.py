@@ -153,12 +153,13 @@ info: {title: Multi, version: "1"}
 paths:
   /things:
     get:
+      x-codeSamples: [{$ref: "examples/get.yaml"}]
       responses:
         "200":
           description: a thing
           content:
             application/json:
-              schema: {$ref: "models/thing.yaml"}
+              schema: {$ref: "models/thing.yaml#/Thing"}
 components:
   schemas:
     Outside: {$ref: "../secret.yaml#/Secret"}
@@ -166,16 +167,19 @@ components:
     Hidden: {$ref: ".private/p.yaml"}
 """
 THING = """\
-type: object
-properties:
-  owner: {$ref: "common.yaml#/Owner"}
+Thing:
+  type: object
+  properties:
+    owner: {$ref: "common.yaml#/Owner"}
+Unused: {$ref: "unused.yaml"}
 """
 COMMON = "Owner: {type: object, properties: {name: {type: string}}}\n"
 
 
-def test_relative_refs_inside_the_entrys_folder_are_fetched_and_nothing_outside(server, tmp_path):
+def test_the_relative_refs_the_loader_follows_are_fetched_and_nothing_outside_the_folder(server, tmp_path):
     for rel, text in {"api/v1/spec.yaml": ENTRY, "api/v1/models/thing.yaml": THING, "api/v1/models/common.yaml": COMMON,
-                      "api/secret.yaml": "Secret: {type: string}\n", "api/v1/.private/p.yaml": "{}\n"}.items():
+                      "api/secret.yaml": "Secret: {type: string}\n", "api/v1/.private/p.yaml": "{}\n",
+                      "api/v1/models/unused.yaml": "{}\n", "api/v1/examples/get.yaml": "{}\n"}.items():
         (server.folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (server.folder / rel).write_text(text)
     settings = settings_for(tmp_path)
@@ -184,6 +188,8 @@ def test_relative_refs_inside_the_entrys_folder_are_fetched_and_nothing_outside(
     assert sorted(p.relative_to(path.parent).as_posix() for p in path.parent.rglob("*") if p.is_file()) == [
         f"127.0.0.1-{server.port}_api_v1_spec.yaml", "models/common.yaml", "models/thing.yaml"]
     assert server.seen("/api/secret.yaml") == [] and server.seen("/api/v1/.private/p.yaml") == []
+    # as the loader does: only what the pointed-at part references, and no x- extension (code samples)
+    assert server.seen("/api/v1/models/unused.yaml") == [] and server.seen("/api/v1/examples/get.yaml") == []
     api = ingest(path, settings)
     assert api.refs.unresolved_by_kind == {"hidden_file": 1}  # as for a local spec
     assert api.refs.external == {"escapes_root": 1, "url": 1}

@@ -16,6 +16,7 @@ import sys
 
 from specrag.cli import bench, evaluate, graph, ingest, query, serve
 from specrag.cli.common import CommandParser, build_settings
+from specrag.cli.corpus import resolve_corpus_args
 from specrag.cli.output import cli_logging, reader_gone, safe_streams
 from specrag.core.errors import SpecragError
 
@@ -49,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     with cli_logging(getattr(args, "verbose", False)):
         try:
-            code = args.handler(args, build_settings(args))
+            settings = build_settings(args)
+            resolve_corpus_args(args, settings)  # URLs fetched, @LIST files read: the command gets paths
+            code = args.handler(args, settings)
             sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
             return code
         except SpecragError as exc:

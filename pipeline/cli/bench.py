@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 from specrag.cli.common import add_common
+from specrag.cli.corpus import corpus_input
 from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="time build, re-index, queries, memory and disk; compare with a plain "
                        "VectorStoreIndex; --scaling at several fleet sizes")
-    p.add_argument("--corpus", nargs="+", type=Path, required=True, help="spec files or folders to index")
+    p.add_argument("--corpus", nargs="+", type=corpus_input, required=True, help="spec files or folders to index")
     # default: the demo set shipped in the package (specrag.bench.query.DEFAULT_QUERIES), found when the command runs
     p.add_argument("--queries", nargs="+", type=Path, default=None, help="query sets (JSONL)")
     p.add_argument("--reuse", action="store_true", help="update the corpus's own index instead of a fresh build")

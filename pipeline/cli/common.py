@@ -112,6 +112,10 @@ def format_ingest_report(report) -> str:
                      f"(compact references; {fit.fit_full_text:.1%} in full text, {fit.fit_with_slots:.1%} also within "
                      f"{fit.max_chunks} chunks); closure tokens p50 {fit.tokens_p50:.0f}, p90 {fit.tokens_p90:.0f}, "
                      f"p99 {fit.tokens_p99:.0f}")
+    if report.fetched:
+        got = report.fetched
+        lines.append(f"spec URLs: {got.get('downloaded', 0)} downloaded, {got.get('not_modified', 0)} not modified "
+                     f"(kept copy read), {got.get('failed', 0)} failed")
     if refs.unresolved_by_kind:
         lines.append("  unresolved by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(refs.unresolved_by_kind.items())))
     if refs.external:

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from specrag.cli.common import add_common, offline, open_engine
+from specrag.cli.corpus import corpus_input
 from specrag.cli.output import print_json, show_progress
 from specrag.core.errors import SpecragError
 from specrag.core.settings import DEFAULT_PROMPTS_PACKAGE, Settings
@@ -23,7 +24,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="run labeled query sets (and: eval compare RUN_A RUN_B)",
                        epilog="To diff two runs: specrag eval compare RUN_A RUN_B [--json] (see its --help).")
     p.add_argument("sets", nargs="+", help="SET.jsonl files")
-    p.add_argument("--corpus", nargs="+", type=Path, help="spec files/folders to search (indexed once, reused)")
+    p.add_argument("--corpus", nargs="+", type=corpus_input, help="spec files/folders to search (indexed once, reused)")
     p.add_argument("--mode", choices=["offline", "llm"], default="offline")
     p.add_argument("--setting", choices=["fleet", "oracle"], default="fleet")
     p.add_argument("--prompts", dest="prompts_dir", type=Path, help="folder of prompt files (LLM mode)")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel
 from specrag.cli.common import add_common, field_range, number_in, open_engine
+from specrag.cli.corpus import corpus_input
 from specrag.core.api_models import AgenticRetrievalRequest
 from specrag.core.settings import Settings
 
@@ -40,7 +40,7 @@ def _api_command(sub: argparse._SubParsersAction, name: str, help: str, target: 
 
 
 def _corpus(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", nargs="+", type=Path, help="spec files/folders (indexed first, incrementally); "
+    p.add_argument("--corpus", nargs="+", type=corpus_input, help="spec files/folders (indexed first, incrementally); "
                    "default: the last indexed corpus")
 
 

@@ -10,24 +10,41 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from specrag.cli.common import add_common, format_ingest_report
+from specrag.cli.corpus import corpus_input
 from specrag.cli.output import print_json, show_progress
+from specrag.core.errors import CorpusError
 from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="read specs, chunk them, write the corpus's catalogs, print the ingest report")
-    p.add_argument("paths", nargs="+", type=Path)
+    _inputs(p)
     p.add_argument("--no-catalogs", action="store_true", help="only report; write no catalog files")
     add_common(p)
     p.set_defaults(handler=ingest)
 
     p = sub.add_parser("index", help="ingest + embed + store a corpus (incremental)")
-    p.add_argument("paths", nargs="+", type=Path)
+    _inputs(p)
     add_common(p)
     p.set_defaults(handler=index)
+
+
+def _inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", type=corpus_input, metavar="PATH",
+                   help="spec files, folders, http(s) URLs, or @FILE: a list of them, one a line")
+    p.add_argument("--corpus", nargs="+", type=corpus_input, metavar="PATH", help="the same as PATH... (either or both)")
+
+
+def _merge_fetched(args: argparse.Namespace, report) -> None:
+    if (inputs := getattr(args, "corpus_inputs", None)) is not None:
+        inputs.merge_into(report)
+
+
+def _require_inputs(args: argparse.Namespace) -> None:
+    if not args.paths:
+        raise CorpusError(f"specrag {args.command} needs spec paths or URLs: PATH... or --corpus PATH...")
 
 
 def ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -37,6 +54,7 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
     from specrag.specs.limits import SpecLimits
     from specrag.specs.pool import gc_paused
 
+    _require_inputs(args)
     require_spec_files(args.paths)  # nothing to read: say so, without an empty report first
     rendered: dict[str, RenderedApi] = {}
 
@@ -47,6 +65,7 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
     with gc_paused():
         result = ingest_paths(args.paths, settings.chunk_max_tokens, progress=show_progress(args),
                               limits=SpecLimits.from_settings(settings), on_api=None if args.no_catalogs else render)
+        _merge_fetched(args, result.report)
         if not args.no_catalogs and result.apis:
             catalogs = corpus_settings(settings, args.paths).catalogs_path
             written = write_catalogs(result.apis, catalogs, rendered=rendered)
@@ -64,7 +83,9 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
 def index(args: argparse.Namespace, settings: Settings) -> int:
     from specrag.index.workspace import update_index
 
+    _require_inputs(args)
     local, run = update_index(settings, args.paths, progress=show_progress(args))
+    _merge_fetched(args, run.ingest)
     idx = run.index
     if args.json:
         print_json(run)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from specrag.cli.common import add_common, open_engine
+from specrag.cli.corpus import corpus_input
 from specrag.cli.output import print_json, text_argument
 from specrag.core.settings import Settings
 
@@ -13,7 +14,7 @@ from specrag.core.settings import Settings
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("query", help="answer a question with a KnowledgeContext")
     p.add_argument("question")
-    p.add_argument("--corpus", nargs="+", type=Path, help="spec files/folders (indexed first, incrementally); "
+    p.add_argument("--corpus", nargs="+", type=corpus_input, help="spec files/folders (indexed first, incrementally); "
                    "default: the last indexed corpus")
     p.add_argument("--apis", help="comma-separated API ids: skip stage 1 and search only these")
     p.add_argument("--prompts", dest="prompts_dir", type=Path, help="folder of prompt files (LLM mode)")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from specrag.cli.common import add_common, field_range, number_in
+from specrag.cli.corpus import corpus_input
 from specrag.core.api_models import BasicRetrievalRequest
 from specrag.core.errors import SpecragError
 from specrag.core.settings import Settings
@@ -60,7 +61,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_server_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", nargs="+", action="append", type=Path, metavar="PATH",
+    p.add_argument("--corpus", nargs="+", action="append", type=corpus_input, metavar="PATH",
                    help="spec files/folders of one knowledge base, indexed first (incrementally); repeat "
                         "--corpus for several knowledge bases. Default: every corpus indexed in --data-dir")
     p.add_argument("--kb", action="append", metavar="KB_ID", help="serve an indexed corpus by its folder name "

@@ -5,7 +5,8 @@ base that callers may catch it by as well, what it means (the class's docstring 
 
     SpecragError                   errors                             the root: what this package raises on purpose
     ├── SpecError                  errors                             a spec file cannot be used (the message says why)
-    │   └── BudgetExceeded         specs.limits                       a spec over its value or alias budget
+    │   ├── BudgetExceeded         specs.limits                       a spec over its value or alias budget
+    │   └── FetchError             specs.remote                       a spec URL that could not be fetched
     ├── CorpusError                errors                             a missing corpus path, a file_id collision
     │   └── EmptyCorpusError       errors                             corpus paths with no usable OpenAPI/Swagger spec
     ├── IndexNotBuiltError         errors                             a query before `specrag index` ran for the corpus

@@ -106,6 +106,21 @@ class Settings(BaseSettings):
     spec_max_aliases: int = Field(10_000, ge=0, validation_alias=_env("SPECRAG_SPEC_MAX_ALIASES"),
                                   description="YAML alias uses per spec")
 
+    # specs at URLs (--corpus https://...)
+    remote_max_bytes: int = Field(32 * 1024 * 1024, gt=0, validation_alias=_env("SPECRAG_REMOTE_MAX_BYTES"),
+                                  description="most bytes fetched for one spec URL, its referenced documents "
+                                              "included (default 32 MiB); a download stops as soon as it passes "
+                                              "this and the URL is skipped with its reason")
+    remote_timeout_s: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False,
+                                    validation_alias=_env("SPECRAG_REMOTE_TIMEOUT_S"),
+                                    description="seconds to connect, to wait for each read, and for one document's "
+                                                "whole download; past it the URL is skipped as timed out")
+    remote_max_redirects: int = Field(5, ge=0, le=30, validation_alias=_env("SPECRAG_REMOTE_MAX_REDIRECTS"),
+                                      description="redirects followed per request (to http/https URLs only)")
+    remote_max_documents: int = Field(2000, ge=1, le=100_000, validation_alias=_env("SPECRAG_REMOTE_MAX_DOCUMENTS"),
+                                      description="documents fetched for one spec URL: the entry and the "
+                                                  "documents its relative `$ref`s name")
+
     # embeddings
     embed_model: str = Field("sentence-transformers/all-MiniLM-L6-v2", min_length=1,
                              validation_alias=_env("SPECRAG_EMBED_MODEL"),

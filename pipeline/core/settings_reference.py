@@ -38,6 +38,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
                 "collection", "chroma_sync_s", "chroma_timeout_s"),
     "Ingest limits": ("chunk_max_tokens", "spec_max_bytes", "spec_timeout_s", "spec_max_nodes", "spec_max_depth",
                       "spec_max_aliases"),
+    "Spec URLs": ("remote_max_bytes", "remote_timeout_s", "remote_max_redirects", "remote_max_documents"),
     "Embeddings": ("embed_model", "embed_model_path", "embed_threads"),
     "Retrieval": ("max_primary_results", "max_total_chunks", "max_depth", "timeout_ms", "enable_query_analysis",
                   "rrf_k", "vector_weight", "bm25_weight", "fleet_weight", "api_decay", "api_order_margin",

@@ -230,6 +230,8 @@ class IngestReport(BaseModel):
     refs: RefStats = Field(default_factory=RefStats)
     dropped: dict[str, int] = Field(default_factory=dict, description="elements left out of read specs, by reason")
     closure: ClosureFit = Field(default_factory=ClosureFit, description="operations whose closure fits the budget")
+    fetched: dict[str, int] = Field(default_factory=dict, description="spec URLs by outcome: downloaded, not_modified "
+                                    "(the server answered 304: the kept copy was read), failed (in specs_skipped)")
     seconds: float = 0.0
 
 

@@ -33,6 +33,7 @@ _EXPORTS = {
     "Settings": "specrag.settings",
     "SpecQuery": "specrag.stages.query",
     "SpecragError": "specrag.errors",
+    "SpecragToolSpec": "specrag.serve.tool_spec",
     "build_engine": "specrag.factory",
     "corpus_settings": "specrag.workspace",
     "update_index": "specrag.workspace",
@@ -62,6 +63,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from specrag.factory import build_engine
     from specrag.plan import Plan
     from specrag.prompts import PromptSet
+    from specrag.serve.tool_spec import SpecragToolSpec
     from specrag.settings import Settings
     from specrag.stages.hybrid_retriever import HybridRetriever
     from specrag.stages.query import SpecQuery

@@ -18,6 +18,8 @@ from specrag.render import chunk_block, fenced, render_markdown
 from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
 
 NAMES_SHOWN = 30  # ids listed in one line (references, cut references) before "and N more"
+HOW_TO_READ_OPERATIONS = ("Best first. `get_operation(api, operation)` reads one in full (the operation as "
+                          "`METHOD /path` or its operationId); `get_context` reads the best with every schema it needs.")
 
 
 def apis_markdown(title: str, apis: list[ApiSummary], reasoning: str = "") -> str:
@@ -39,8 +41,7 @@ def operations_markdown(query: str, hits: list, detail: str = "") -> str:
     lines = [f"# Operations for: {query}", ""]
     if not hits:
         return "\n".join([*lines, "_No matching operation._", ""])
-    lines += ["Best first. `get_operation(api, operation)` reads one in full (the operation as `METHOD /path` "
-              "or its operationId); `get_context` reads the best with every schema it needs.", ""]
+    lines += [HOW_TO_READ_OPERATIONS, ""]
     for rank, hit in enumerate(hits, 1):
         name = f" · operationId `{hit.operation_id}`" if hit.operation_id else ""
         summary = f" — {hit.summary}" if hit.summary else ""

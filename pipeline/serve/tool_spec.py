@@ -11,7 +11,6 @@ its text to the model as the tool's output, so the model can correct the call.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 
@@ -58,7 +57,7 @@ class SpecragToolSpec(BaseToolSpec):
         self.kbs.close()
 
     # ---- the tools: each docstring is what the model reads --------------------------------
-    def list_apis(self, question: Optional[str] = None, token_budget: Optional[int] = None) -> str:
+    def list_apis(self, question: str | None = None, token_budget: int | None = None) -> str:
         """List the APIs this tool answers about: each API's id, name and what it is for (markdown).
         Pass the API id as `api` to get_operation / get_schema, or in `apis` to search / get_context.
 
@@ -71,20 +70,20 @@ class SpecragToolSpec(BaseToolSpec):
             return answers.list_apis(kb, self._budget(token_budget)).markdown
         return answers.search_apis(kb, _question(question)).markdown
 
-    def search(self, question: str, apis: Optional[List[str]] = None, top_k: int = 10) -> str:
+    def search(self, question: str, apis: list[str] | None = None, top_k: int = 10) -> str:
         """Find the API operations that answer a question, best first: method, path, operationId,
         summary (markdown, without their definitions; get_operation reads one).
 
         Args:
             question (str): what the caller wants to do, e.g. 'create a user'.
-            apis (List[str]): optional; search only these API ids (from list_apis).
+            apis (list[str]): optional; search only these API ids (from list_apis).
             top_k (int): how many operations to list (1-100, default 10).
         """
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise ToolInputError(f"top_k must be a whole number from 1 to {MAX_TOP_K}, not {top_k!r}")
         return answers.search_operations(self.kbs, _question(question), self.kb_id, _apis(apis), top_k).markdown
 
-    def get_operation(self, api: str, operation: str, token_budget: Optional[int] = None) -> str:
+    def get_operation(self, api: str, operation: str, token_budget: int | None = None) -> str:
         """Read one operation in full: parameters, request body, responses, base URL, auth, its error
         responses, and the names of the schemas it references (markdown, the definition as YAML).
 
@@ -97,7 +96,7 @@ class SpecragToolSpec(BaseToolSpec):
         return answers.get_operation(self.kbs.with_api(api, self.kb_id), api, _text("operation", operation),
                                      self._budget(token_budget)).markdown
 
-    def get_schema(self, api: str, name: str, token_budget: Optional[int] = None) -> str:
+    def get_schema(self, api: str, name: str, token_budget: int | None = None) -> str:
         """Read one schema (a component such as a request or response body) by name, with the names of
         the schemas it references (markdown, the definition as YAML).
 
@@ -110,7 +109,7 @@ class SpecragToolSpec(BaseToolSpec):
         return answers.get_schema(self.kbs.with_api(api, self.kb_id), api, _text("name", name),
                                   self._budget(token_budget)).markdown
 
-    def plan(self, task: str, token_budget: Optional[int] = None) -> str:
+    def plan(self, task: str, token_budget: int | None = None) -> str:
         """Plan the API calls a task needs, in call order: for each call why it is there and where each
         of its parameters comes from (an earlier call's response field, or the task), then each
         call's definition and schemas (markdown).
@@ -121,14 +120,14 @@ class SpecragToolSpec(BaseToolSpec):
         """
         return answers.plan(self._kb(), _question(task), self._budget(token_budget)).markdown
 
-    def get_context(self, question: str, apis: Optional[List[str]] = None, token_budget: Optional[int] = None) -> str:
+    def get_context(self, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> str:
         """Everything needed to make the call that answers a question, in one answer: the best operation
         in full with every schema, parameter, error response and security scheme it references, and
         the signatures of the next best operations (markdown). What the budget left out is named.
 
         Args:
             question (str): what the caller wants to do, e.g. 'How do I create a user?'.
-            apis (List[str]): optional; search only these API ids (from list_apis).
+            apis (list[str]): optional; search only these API ids (from list_apis).
             token_budget (int): optional; the most tokens the answer may hold (100-100000).
         """
         return answers.get_context(self._kb(), _question(question), _apis(apis), self._budget(token_budget)).markdown

@@ -18,7 +18,7 @@ from specrag.api_models import BasicRetrievalRequest, SearchMode
 from specrag.context import API_ID
 from specrag.serve import lookup
 from specrag.serve.basic import BasicRetrieval
-from specrag.serve.budget import Fitted, check_budget, fit, fixed, within_budget
+from specrag.serve.budget import CUT_REASON, Fitted, check_budget, fit, fixed, within_budget
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.mcp_models import (ApiSearchResult, Budgeted, ContextChunkView, ContextResult, OperationHit,
                                        OperationResult, OperationSearchResult, SchemaResult)
@@ -27,7 +27,6 @@ from specrag.serve.tool_markdown import (apis_markdown, context_markdown, elemen
 from specrag.tokens import truncate_tokens
 
 B = TypeVar("B", bound=Budgeted)
-CUT_REASON = "token_budget"  # truncated_reason when the text itself was cut at a line to fit
 
 
 class Answer(Generic[B]):
@@ -52,7 +51,8 @@ def budget_of(kb: KnowledgeBase, token_budget: int | None) -> int:
     return default_budget(kb) if token_budget is None else check_budget(token_budget)
 
 
-def _answer(result: B, fitted: Fitted) -> Answer[B]:
+def answered(result: B, fitted: Fitted) -> Answer[B]:
+    """``result`` with the tokens of the fitted markdown, truncated when the text was cut."""
     result.tokens = fitted.tokens
     result.truncated = result.truncated or fitted.cut
     return Answer(result, fitted.markdown)
@@ -62,7 +62,7 @@ def list_apis(kb: KnowledgeBase, token_budget: int | None = None) -> Answer[ApiL
     apis = lookup.list_apis(kb)
     result = ApiListResult(kb_id=kb.kb_id, apis=apis, total=len(apis))
     title = f"APIs in knowledge base `{kb.kb_id}`"
-    return _answer(result, fixed(result, lambda r: apis_markdown(title, r.apis), budget_of(kb, token_budget)))
+    return answered(result, fixed(result, lambda r: apis_markdown(title, r.apis), budget_of(kb, token_budget)))
 
 
 def search_apis(kb: KnowledgeBase, query: str) -> Answer[ApiSearchResult]:
@@ -71,7 +71,7 @@ def search_apis(kb: KnowledgeBase, query: str) -> Answer[ApiSearchResult]:
     hits = [lookup.api_summary(kb, e) for a in selection.selected_apis if (e := kb.catalog.get(a))]
     result = ApiSearchResult(query=query, kb_id=kb.kb_id, apis=hits, reasoning=selection.reasoning)
     markdown = apis_markdown(f"APIs for: {query}", hits, selection.reasoning)
-    return _answer(result, fixed(result, lambda _: markdown, budget_of(kb, None)))
+    return answered(result, fixed(result, lambda _: markdown, budget_of(kb, None)))
 
 
 def search_operations(kbs: KnowledgeBases, query: str, kb_id: str | None = None, apis: list[str] | None = None,
@@ -88,7 +88,7 @@ def search_operations(kbs: KnowledgeBases, query: str, kb_id: str | None = None,
             for i in response.results]
     result = OperationSearchResult(query=query, kb_id=kb.kb_id, operations=hits)
     markdown = operations_markdown(query, hits, response.degraded or "")
-    return _answer(result, fixed(result, lambda _: markdown, budget_of(kb, None)))
+    return answered(result, fixed(result, lambda _: markdown, budget_of(kb, None)))
 
 
 def get_context(kb: KnowledgeBase, query: str, apis: list[str] | None = None,
@@ -108,7 +108,7 @@ def get_context(kb: KnowledgeBase, query: str, apis: list[str] | None = None,
                                  signature=c.id in signature_ids)
                 for c in found.chunks],
         refs_cut=stats.refs_cut, refs_missing=stats.refs_missing, primaries_cut=stats.primaries_cut)
-    return _answer(result, fitted)
+    return answered(result, fitted)
 
 
 def get_operation(kb: KnowledgeBase, api: str, operation: str,
@@ -119,7 +119,7 @@ def get_operation(kb: KnowledgeBase, api: str, operation: str,
     detail = fitted.found
     result = OperationResult(**detail.model_dump(), text_tokens=detail.tokens)
     result.truncated = detail.truncated or (detail.errors is not None and detail.errors.truncated)
-    return _answer(result, fitted)
+    return answered(result, fitted)
 
 
 def _operation(kb: KnowledgeBase, api: str, operation: str, limit: int) -> lookup.OperationDetail:
@@ -137,7 +137,7 @@ def get_schema(kb: KnowledgeBase, api: str, name: str, token_budget: int | None 
     fitted = fit(lambda limit: lookup.get_schema(kb, api, name, limit),
                  lambda e: element_markdown(e, names), budget_of(kb, token_budget))
     element = fitted.found
-    return _answer(SchemaResult(**element.model_dump(), text_tokens=element.tokens), fitted)
+    return answered(SchemaResult(**element.model_dump(), text_tokens=element.tokens), fitted)
 
 
 def plan(kb: KnowledgeBase, query: str, token_budget: int | None = None) -> Fitted:

@@ -23,6 +23,7 @@ _BUDGET = AgenticRetrievalRequest.model_fields["token_budget"].metadata
 TOKEN_BUDGET_MIN = next(m.ge for m in _BUDGET if hasattr(m, "ge"))
 TOKEN_BUDGET_MAX = next(m.le for m in _BUDGET if hasattr(m, "le"))
 FIT_BUILDS = 3
+CUT_REASON = "token_budget"  # truncated_reason when the text itself was cut at a line to fit
 CUT_NOTE = "_[cut here to the token budget of {budget} tokens: {lines} more lines; ask with a larger token_budget]_"
 
 T = TypeVar("T")

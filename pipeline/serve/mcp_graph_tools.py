@@ -13,11 +13,11 @@ import inspect
 from typing import Annotated, Awaitable, Callable
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult
 from pydantic import BaseModel, Field, create_model
 
-from specrag.serve.answers import budget_of
-from specrag.serve.budget import Fitted, afit, fixed
+from specrag.serve.answers import Answer, answered, budget_of
+from specrag.serve.budget import CUT_REASON, afit, fixed
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.mcp_models import Budgeted, KbId, TokenBudget
 from specrag.serve.telemetry import Outcome
@@ -25,19 +25,13 @@ from specrag.serve.tool_markdown import markdown_of
 
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
 ImpactAnalysis = Callable[[KnowledgeBase, str, str], Awaitable[BaseModel]]
-Tracked = Callable[..., Awaitable[BaseModel]]
+Tracked = Callable[..., Awaitable[CallToolResult]]  # mcp_server's: the work's Answer as the reply
 KbsOf = Callable[[Context | None], KnowledgeBases]  # the caller's knowledge bases
 
 
 def budgeted(name: str, field: str, model: type[BaseModel], **extra) -> type[Budgeted]:
     """``{<field>: model, tokens, truncated}``: any result with its token count."""
     return create_model(name, __base__=Budgeted, **{field: (model, ...)}, **extra)
-
-
-def fitted_reply(result: Budgeted, fitted: Fitted) -> CallToolResult:
-    result.tokens, result.truncated = fitted.tokens, result.truncated or fitted.cut
-    return CallToolResult(content=[TextContent(type="text", text=fitted.markdown)],
-                          structured_content=result.model_dump(mode="json"))
 
 
 def add_plan_tool(server: MCPServer, kbs_of: KbsOf, tracked: Tracked, planner: Planner,
@@ -50,7 +44,7 @@ def add_plan_tool(server: MCPServer, kbs_of: KbsOf, tracked: Tracked, planner: P
 
     async def plan(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
                    token_budget: TokenBudget = None, ctx: Context = None):
-        async def work(outcome: Outcome) -> CallToolResult:
+        async def work(outcome: Outcome) -> Answer:
             kb = kbs_of(ctx).default(kb_id)
             budget = budget_of(kb, token_budget)
             fitted = (await afit(lambda limit: planner(kb, query, token_budget=limit), markdown_of, budget)
@@ -60,7 +54,7 @@ def add_plan_tool(server: MCPServer, kbs_of: KbsOf, tracked: Tracked, planner: P
             result = result_model(plan=found, context_tokens=context_tokens)
             outcome.add_counts(len(getattr(found, "steps", None) or []),
                                fitted.tokens if context_tokens is None else context_tokens)
-            return fitted_reply(result, fitted)
+            return answered(result, fitted)
         return await tracked("plan", work)
 
     plan.__annotations__["return"] = Annotated[CallToolResult, result_model]
@@ -75,11 +69,11 @@ def add_impact_tool(server: MCPServer, kbs_of: KbsOf, tracked: Tracked, impact: 
 
     async def impact_tool(api: str, schema: Annotated[str, Field(description="a schema (component) name, e.g. User")],
                           kb_id: KbId = None, token_budget: TokenBudget = None, ctx: Context = None):
-        async def work(outcome: Outcome) -> CallToolResult:
+        async def work(outcome: Outcome) -> Answer:
             kb = kbs_of(ctx).with_api(api, kb_id)
             fitted = fixed(await impact(kb, api, schema), markdown_of, budget_of(kb, token_budget))
-            outcome.add_counts(1, fitted.tokens, fitted.cut, "token_budget")
-            return fitted_reply(result_model(impact=fitted.found), fitted)
+            outcome.add_counts(1, fitted.tokens, fitted.cut, CUT_REASON)
+            return answered(result_model(impact=fitted.found), fitted)
         return await tracked("impact", work)
 
     impact_tool.__annotations__["return"] = Annotated[CallToolResult, result_model]

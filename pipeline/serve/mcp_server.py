@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field, ValidationError
 from specrag.api_models import SearchMode
 from specrag.errors import SpecragError
 from specrag.serve import answers
+from specrag.serve.budget import CUT_REASON
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.logs import request_id_var
 from specrag.serve.mcp_graph_tools import ImpactAnalysis, Planner, add_impact_tool, add_plan_tool
@@ -82,11 +83,13 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
     tenants = served if isinstance(served, Tenants) else Tenants.local(served)
     server = MCPServer("specrag", instructions=INSTRUCTIONS)
 
-    async def tracked(tool: str, work: Callable[[Outcome], Awaitable[T]], mode: str = "none") -> T:
+    async def tracked(tool: str, work: Callable[[Outcome], Awaitable[answers.Answer]],
+                      mode: str = "none") -> CallToolResult:
+        """The tool's answer as the MCP reply, with a request id, telemetry, and errors as tool errors."""
         token = request_id_var.set(new_request_id())
         try:
             async with telemetry.track(f"mcp.{tool}", mode=mode, event=f"mcp.{tool}") as outcome:
-                return await work(outcome)
+                return reply(await work(outcome))
         except SpecragError as exc:
             raise ToolError(str(exc)) from exc
         finally:
@@ -96,11 +99,11 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
     async def search_apis(query: Annotated[str, Field(min_length=1, max_length=20_000)],
                           kb_id: KbId = None, ctx: Context = None) -> Annotated[CallToolResult, ApiSearchResult]:
         """The APIs most likely to answer a question (stage 1 of the pipeline: LLM or keyword ranking)."""
-        async def work(outcome: Outcome) -> CallToolResult:
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).default(kb_id)
             answer = await asyncio.to_thread(answers.search_apis, kb, query)
             outcome.add_counts(len(answer.result.apis), answer.result.tokens)
-            return reply(answer)
+            return answer
         return await tracked("search_apis", work)
 
     @server.tool()
@@ -111,12 +114,12 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
                                 ctx: Context = None) -> Annotated[CallToolResult, OperationSearchResult]:
         """Operations (method, path, summary) ranked for a query, without their text: cheap to read;
         then get_operation or get_context for the details."""
-        async def work(outcome: Outcome) -> CallToolResult:
+        async def work(outcome: Outcome) -> answers.Answer:
             kbs = kbs_of(tenants, ctx)
             answer = await asyncio.to_thread(answers.search_operations, kbs, query, kb_id, apis, top_k, mode,
                                              request_id_var.get())
             outcome.add_counts(len(answer.result.operations), answer.result.tokens)
-            return reply(answer)
+            return answer
         return await tracked("search_operations", work, mode=mode.value)
 
     @server.tool()
@@ -128,13 +131,13 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
         parameter, error response and security scheme they reference ($ref closure), as markdown
         within token_budget tokens (default: the server's); what was left out is named (refs_cut,
         primaries_cut), and truncated says whether anything was."""
-        async def work(outcome: Outcome) -> CallToolResult:
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).default(kb_id)
             answer = await asyncio.to_thread(answers.get_context, kb, query, apis, token_budget)
             result = answer.result
             outcome.add_counts(len(result.chunks), result.context_tokens, result.truncated, result.truncated_reason,
                                steps=4)
-            return reply(answer)
+            return answer
         return await tracked("get_context", work, mode="context")
 
     @server.tool()
@@ -143,22 +146,22 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
                             ctx: Context = None) -> Annotated[CallToolResult, OperationResult]:
         """One operation's full definition (parameters, request body, responses) and its error responses,
         within token_budget tokens; it names the schemas it references (get_schema reads them)."""
-        async def work(outcome: Outcome) -> CallToolResult:
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).with_api(api, kb_id)
             answer = await asyncio.to_thread(answers.get_operation, kb, api, operation, token_budget)
-            outcome.add_counts(1, answer.result.text_tokens, answer.result.truncated, answers.CUT_REASON)
-            return reply(answer)
+            outcome.add_counts(1, answer.result.text_tokens, answer.result.truncated, CUT_REASON)
+            return answer
         return await tracked("get_operation", work)
 
     @server.tool()
     async def get_schema(api: str, name: str, kb_id: KbId = None, token_budget: TokenBudget = None,
                          ctx: Context = None) -> Annotated[CallToolResult, SchemaResult]:
         """One schema (component) by name, within token_budget tokens; it names the schemas it references."""
-        async def work(outcome: Outcome) -> CallToolResult:
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).with_api(api, kb_id)
             answer = await asyncio.to_thread(answers.get_schema, kb, api, name, token_budget)
-            outcome.add_counts(1, answer.result.text_tokens, answer.result.truncated, answers.CUT_REASON)
-            return reply(answer)
+            outcome.add_counts(1, answer.result.text_tokens, answer.result.truncated, CUT_REASON)
+            return answer
         return await tracked("get_schema", work)
 
     @server.resource("specrag://{api}/operations/{operation_id}", mime_type="application/yaml")

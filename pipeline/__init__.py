@@ -36,6 +36,11 @@ _EXPORTS = {
     "build_engine": "specrag.engine.factory",
     "corpus_settings": "specrag.index.workspace",
     "update_index": "specrag.index.workspace",
+    "SpecragError": "specrag.core.errors",
+    "SpecragToolSpec": "specrag.serve.tool_spec",
+    "build_engine": "specrag.engine.factory",
+    "corpus_settings": "specrag.index.workspace",
+    "update_index": "specrag.index.workspace",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -64,6 +69,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from specrag.engine.plan import Plan
     from specrag.engine.query_engine import ApiQueryEngine
     from specrag.index.workspace import corpus_settings, update_index
+    from specrag.serve.tool_spec import SpecragToolSpec
     from specrag.stages.hybrid_retriever import HybridRetriever
     from specrag.stages.query import SpecQuery
     from specrag.stages.ref_expand import ReferenceExpander

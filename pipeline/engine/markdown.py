@@ -24,7 +24,7 @@ def render_markdown(ctx: KnowledgeContext) -> str:
     if not ctx.primary_chunks:
         lines += ["_No matching chunks._", ""]
     for rank, chunk in enumerate(ctx.primary_chunks, 1):
-        lines += _chunk_block(chunk, f"{rank}. ")
+        lines += chunk_block(chunk, f"{rank}. ")
     if ctx.signature_chunks:
         lines += ["## Also ranked (signatures: their schemas and errors are not in this context)", ""]
     for chunk in ctx.signature_chunks:
@@ -35,7 +35,7 @@ def render_markdown(ctx: KnowledgeContext) -> str:
         if (chunk.depth, chunk.referenced_from) != group:
             group = (chunk.depth, chunk.referenced_from)
             lines += [f"## Referenced (depth {chunk.depth}, from `{chunk.referenced_from}`)", ""]
-        lines += _chunk_block(chunk)
+        lines += chunk_block(chunk)
     lines += ["---", _footer(ctx)]
     return "\n".join(lines) + "\n"
 
@@ -51,13 +51,18 @@ def describe(chunk: ContextChunk) -> str:
     return f"{kind} · {name}" if name else kind
 
 
-def _chunk_block(chunk: ContextChunk, prefix: str = "") -> list[str]:
-    fence = "`" * max(3, _longest_backtick_run(chunk.text) + 1)
+def chunk_block(chunk: ContextChunk, prefix: str = "") -> list[str]:
+    """One chunk: its id and what it is, its score and tokens, its text fenced."""
     facts = [f"{chunk.n_tokens} tokens"]
     if chunk.score is not None:
         facts.insert(0, f"score {chunk.score:.4g}")
-    return [f"### {prefix}`{chunk.id}` — {describe(chunk)}", " · ".join(facts), "",
-            f"{fence}yaml", chunk.text.rstrip("\n"), fence, ""]
+    return [f"### {prefix}`{chunk.id}` — {describe(chunk)}", " · ".join(facts), "", *fenced(chunk.text), ""]
+
+
+def fenced(text: str, lang: str = "yaml") -> list[str]:
+    """``text`` as a code block whose fence is longer than any backtick run inside it."""
+    fence = "`" * max(3, _longest_backtick_run(text) + 1)
+    return [f"{fence}{lang}", text.rstrip("\n"), fence]
 
 
 def _longest_backtick_run(text: str) -> int:

@@ -1,64 +1,43 @@
-"""What the MCP tools return. Every result says how many cl100k tokens it holds and whether
-anything was left out (``truncated``), so an agent can budget its context.
+"""What the MCP tools return, beside their markdown. Every result says how many cl100k tokens it
+holds and whether anything was left out (``truncated``), so an agent can budget its context.
 
-``tokens`` of a result is one count everywhere: the cl100k tokens (``specrag.core.tokens``) of the text
-the client receives for it, the JSON text block the SDK writes (``tool_text``), this count included
-(:func:`counted` sets it). A chunk's or element's own ``tokens`` inside a result is the count of its
-``text``, as the CLI and the HTTP service count it; ``context_tokens`` (get_context) and
-``text_tokens`` (get_operation, get_schema) are those sums, the numbers a ``token_budget`` or
-``max_tokens`` caps.
+A tool answers markdown (the text content a model reads, :mod:`specrag.serve.tool_markdown`) and
+this model as its structured content. ``tokens`` of a result is one count everywhere: the cl100k
+tokens (``specrag.core.tokens``) of that markdown, what ``token_budget`` caps. A chunk's or element's own
+``tokens`` inside a result is the count of its ``text``, as the CLI and the HTTP service count it;
+``context_tokens`` (get_context) and ``text_tokens`` (get_operation, get_schema) are those sums.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated
 
-import pydantic_core
 from pydantic import BaseModel, Field
 from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.core.records import CutRef
-from specrag.core.tokens import count_tokens
+from specrag.serve.budget import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
-from specrag.serve.routes.context import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 
 KbId = Annotated[str | None, Field(max_length=200, description=KB_ID + KB_ID_OPTIONAL)]
 TokenBudget = Annotated[int | None, Field(ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,
-                                          description="cl100k tokens the context may hold (the chunk texts; the "
-                                                      "first operation is always kept); default: the server's "
-                                                      "context_token_limit")]
+                                          description="cl100k tokens the answer's text may hold; what does not "
+                                                      "fit is left out and named (truncated); default: the "
+                                                      "server's context_token_limit")]
 
 
 class Budgeted(BaseModel):
-    tokens: int = Field(0, description="cl100k tokens of this result's text as the client receives it (its JSON)")
+    tokens: int = Field(0, description="cl100k tokens of the markdown the client receives as text (what "
+                                       "token_budget caps)")
     truncated: bool = Field(False, description="something was left out (a cut reference or ranked hit, a timeout, "
-                                               "a text cut to max_tokens)")
-
-
-B = TypeVar("B", bound=BaseModel)
-
-
-def tool_text(result: BaseModel) -> str:
-    """The text block the MCP SDK sends for a tool's result (``func_metadata._convert_to_content``)."""
-    return pydantic_core.to_json(result, fallback=str, indent=2).decode()
-
-
-def counted(result: B) -> B:
-    """``result`` with ``tokens`` set to the cl100k tokens of its text block, that number included
-    (recounted until it stands: a count's digits are a token or two)."""
-    for _ in range(5):
-        n = count_tokens(tool_text(result))
-        if n == result.tokens:
-            break
-        result.tokens = n
-    return result
+                                               "a text cut to the token budget)")
 
 
 class OperationResult(OperationDetail):
-    text_tokens: int = Field(0, description="cl100k tokens of text (what max_tokens caps)")
+    text_tokens: int = Field(0, description="cl100k tokens of text")
 
 
 class SchemaResult(SpecElement):
-    text_tokens: int = Field(0, description="cl100k tokens of text (what max_tokens caps)")
+    text_tokens: int = Field(0, description="cl100k tokens of text")
 
 
 class ApiSearchResult(Budgeted):
@@ -106,7 +85,8 @@ class ContextResult(Budgeted):
     primaries_cut: list[str] = Field(default_factory=list, description="ranked operations left out: their "
                                                                       "closure did not fit the budget")
     context_tokens: int = Field(0, description="cl100k tokens of the chunks' texts (the CLI's and the HTTP "
-                                               "context's total_tokens; what token_budget caps)")
-    token_budget: int = Field(0, description="the budget the context was built within")
+                                               "context's total_tokens)")
+    token_budget: int = Field(0, description="the budget the answer's text was held to")
     truncated_reason: str | None = Field(None, description="timeout, else the first limit hit (depth, max_chunks, "
-                                                           "token_limit, closure_budget)")
+                                                           "token_limit, closure_budget), else token_budget (the "
+                                                           "text was cut at a line to fit)")

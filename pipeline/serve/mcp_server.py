@@ -1,7 +1,9 @@
 """``specrag mcp``: the knowledge bases as an MCP server (official ``mcp`` SDK 2.x, ``MCPServer``).
 
 Tools: search_apis -> search_operations -> get_operation / get_schema, and get_context (the
-budgeted $ref closure of the best operations in one call). Resources:
+budgeted $ref closure of the best operations in one call). Each answers markdown, the text a model
+reads, with its result model beside it as structured content (``specrag.serve.answers``, shared with
+``SpecragToolSpec``); the context-sized ones hold that text to ``token_budget``. Resources:
 ``specrag://{api}/operations/{operation_id}`` and ``specrag://{api}/schemas/{name}``. Each tool
 call gets a request id, one JSON event line and the same Prometheus metrics as the HTTP service.
 
@@ -27,12 +29,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
-from specrag.context.knowledge import API_ID
-from specrag.core.api_models import BasicRetrievalRequest, SearchMode
+from specrag.core.api_models import SearchMode
 from specrag.core.errors import SpecragError
-from specrag.serve import lookup
-from specrag.serve.basic import BasicRetrieval
+from specrag.serve import answers, lookup
+from specrag.serve.budget import CUT_REASON
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.logs import request_id_var
 from specrag.serve.mcp_graph_tools import (
@@ -43,18 +45,14 @@ from specrag.serve.mcp_graph_tools import (
 )
 from specrag.serve.mcp_models import (
     ApiSearchResult,
-    ContextChunkView,
     ContextResult,
     KbId,
-    OperationHit,
     OperationResult,
     OperationSearchResult,
     SchemaResult,
     TokenBudget,
-    counted,
 )
 from specrag.serve.request_ids import new_request_id
-from specrag.serve.routes.context import within_budget
 from specrag.serve.telemetry import Outcome, Telemetry
 from specrag.serve.tenancy import Tenants
 from specrag.serve.tracing import install_instrumentation
@@ -64,8 +62,8 @@ T = TypeVar("T")
 INSTRUCTIONS = ("specrag answers 'how do I do X with these APIs?' over indexed OpenAPI specs. Start with get_context "
                 "for a question (the matching operation plus every schema and error response it references, within "
                 "a token budget), or search_apis -> search_operations -> get_operation / get_schema to browse. "
-                "Every result carries its token count and whether something was left out (truncated).")
-MaxTokens = Annotated[int | None, Field(ge=1, le=1_000_000, description="cut the text to this many tokens")]
+                "Every answer is markdown; it carries its token count and whether something was left out "
+                "(truncated), and the context-sized ones take a token_budget.")
 
 
 STATE_KEY = "specrag_kbs"  # where ApiKeyGate leaves the caller's knowledge bases in the ASGI scope's state
@@ -79,6 +77,12 @@ def kbs_of(tenants: Tenants, ctx: Context | None) -> KnowledgeBases:
     return found if found is not None else tenants.caller(None)
 
 
+def reply(answer: answers.Answer) -> CallToolResult:
+    """The markdown as the text a model reads, the result model beside it as structured content."""
+    return CallToolResult(content=[TextContent(type="text", text=answer.markdown)],
+                          structured_content=answer.result.model_dump(mode="json"))
+
+
 def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | None = None,
                       planner: tuple[Planner, type[BaseModel]] | None = None,
                       impact: tuple[ImpactAnalysis, type[BaseModel]] | None = None) -> MCPServer:
@@ -88,11 +92,13 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
     tenants = served if isinstance(served, Tenants) else Tenants.local(served)
     server = MCPServer("specrag", instructions=INSTRUCTIONS)
 
-    async def tracked(tool: str, work: Callable[[Outcome], Awaitable[T]], mode: str = "none") -> T:
+    async def tracked(tool: str, work: Callable[[Outcome], Awaitable[answers.Answer]],
+                      mode: str = "none") -> CallToolResult:
+        """The tool's answer as the MCP reply, with a request id, telemetry, and errors as tool errors."""
         token = request_id_var.set(new_request_id())
         try:
             async with telemetry.track(f"mcp.{tool}", mode=mode, event=f"mcp.{tool}") as outcome:
-                return await work(outcome)
+                return reply(await work(outcome))
         except SpecragError as exc:
             raise ToolError(str(exc)) from exc
         finally:
@@ -100,89 +106,71 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
 
     @server.tool()
     async def search_apis(query: Annotated[str, Field(min_length=1, max_length=20_000)],
-                          kb_id: KbId = None, ctx: Context = None) -> ApiSearchResult:
+                          kb_id: KbId = None, ctx: Context = None) -> Annotated[CallToolResult, ApiSearchResult]:
         """The APIs most likely to answer a question (stage 1 of the pipeline: LLM or keyword ranking)."""
-        async def work(outcome: Outcome) -> ApiSearchResult:
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).default(kb_id)
-            selection = await kb.engine.selector.aselect(query)
-            hits = [lookup.api_summary(kb, e) for a in selection.selected_apis if (e := kb.catalog.get(a))]
-            result = counted(ApiSearchResult(query=query, kb_id=kb.kb_id, apis=hits, reasoning=selection.reasoning))
-            outcome.add_counts(len(hits), result.tokens)
-            return result
+            answer = await asyncio.to_thread(answers.search_apis, kb, query)
+            outcome.add_counts(len(answer.result.apis), answer.result.tokens)
+            return answer
         return await tracked("search_apis", work)
 
     @server.tool()
     async def search_operations(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
                                 apis: Annotated[list[str] | None, Field(description="only these API ids")] = None,
                                 top_k: Annotated[int, Field(ge=1, le=100)] = 10,
-                                mode: SearchMode = SearchMode.HYBRID, ctx: Context = None) -> OperationSearchResult:
+                                mode: SearchMode = SearchMode.HYBRID,
+                                ctx: Context = None) -> Annotated[CallToolResult, OperationSearchResult]:
         """Operations (method, path, summary) ranked for a query, without their text: cheap to read;
         then get_operation or get_context for the details."""
-        async def work(outcome: Outcome) -> OperationSearchResult:
+        async def work(outcome: Outcome) -> answers.Answer:
             kbs = kbs_of(tenants, ctx)
-            kb = kbs.default(kb_id)
-            filters = {"type": ["endpoint"]} | ({"api": apis} if apis else {})
-            request = BasicRetrievalRequest(kb_id=kb.kb_id, query=query, top_k=top_k, mode=mode, filters=filters,
-                                            similarity_threshold=0.0)
-            response = await BasicRetrieval(kbs).arun(request, request_id=request_id_var.get())
-            hits = [OperationHit(chunk_id=i.chunk_id, api=i.document_id, method=i.metadata["method"],
-                                 path=i.metadata["path"], operation_id=i.metadata["operation_id"],
-                                 summary=i.metadata["summary"], score=i.score) for i in response.results]
-            result = counted(OperationSearchResult(query=query, kb_id=kb.kb_id, operations=hits))
-            outcome.add_counts(len(hits), result.tokens)
-            return result
+            answer = await asyncio.to_thread(answers.search_operations, kbs, query, kb_id, apis, top_k, mode,
+                                             request_id_var.get())
+            outcome.add_counts(len(answer.result.operations), answer.result.tokens)
+            return answer
         return await tracked("search_operations", work, mode=mode.value)
 
     @server.tool()
     async def get_context(query: Annotated[str, Field(min_length=1, max_length=20_000)], kb_id: KbId = None,
                           apis: Annotated[list[str] | None, Field(description="search only these API ids")] = None,
-                          token_budget: TokenBudget = None, ctx: Context = None) -> ContextResult:
+                          token_budget: TokenBudget = None,
+                          ctx: Context = None) -> Annotated[CallToolResult, ContextResult]:
         """Everything needed to call the API for a question: the best operations and every schema,
-        parameter, error response and security scheme they reference ($ref closure), within
-        token_budget (default: the server's); what was left out is listed in refs_cut and
-        primaries_cut, and truncated says whether anything was."""
-        async def work(outcome: Outcome) -> ContextResult:
+        parameter, error response and security scheme they reference ($ref closure), as markdown
+        within token_budget tokens (default: the server's); what was left out is named (refs_cut,
+        primaries_cut), and truncated says whether anything was."""
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).default(kb_id)
-            engine = within_budget(kb.engine, token_budget)
-            found = await engine.aretrieve_context(query, apis=apis)
-            stats, signature_ids = found.retrieval_stats, {c.id for c in found.signature_chunks}
-            result = counted(ContextResult(
-                query=found.query, kb_id=kb.kb_id, selected_apis=stats.selected_apis,
-                context_tokens=found.total_tokens, token_budget=engine.references.token_limit,
-                truncated=stats.truncated, truncated_reason=stats.truncated_reason,
-                chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get(API_ID, "")), depth=c.depth,
-                                         referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text,
-                                         signature=c.id in signature_ids)
-                        for c in found.chunks],
-                refs_cut=stats.refs_cut, refs_missing=stats.refs_missing, primaries_cut=stats.primaries_cut))
-            outcome.add_counts(len(result.chunks), result.context_tokens, stats.truncated, stats.truncated_reason,
+            answer = await asyncio.to_thread(answers.get_context, kb, query, apis, token_budget)
+            result = answer.result
+            outcome.add_counts(len(result.chunks), result.context_tokens, result.truncated, result.truncated_reason,
                                steps=4)
-            return result
+            return answer
         return await tracked("get_context", work, mode="context")
 
     @server.tool()
     async def get_operation(api: str, operation: Annotated[str, Field(description="operationId or 'METHOD /path'")],
-                            kb_id: KbId = None, max_tokens: MaxTokens = None, ctx: Context = None) -> OperationResult:
-        """One operation's full definition (parameters, request body, responses) and its error responses;
-        ref_ids lists the schemas it references (get_schema reads them)."""
-        async def work(outcome: Outcome) -> OperationResult:
+                            kb_id: KbId = None, token_budget: TokenBudget = None,
+                            ctx: Context = None) -> Annotated[CallToolResult, OperationResult]:
+        """One operation's full definition (parameters, request body, responses) and its error responses,
+        within token_budget tokens; it names the schemas it references (get_schema reads them)."""
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).with_api(api, kb_id)
-            detail = await asyncio.to_thread(lookup.get_operation, kb, api, operation, max_tokens)
-            result = counted(OperationResult(**detail.model_dump(), text_tokens=detail.tokens))
-            outcome.add_counts(1, result.text_tokens, result.truncated, "max_tokens")
-            return result
+            answer = await asyncio.to_thread(answers.get_operation, kb, api, operation, token_budget)
+            outcome.add_counts(1, answer.result.text_tokens, answer.result.truncated, CUT_REASON)
+            return answer
         return await tracked("get_operation", work)
 
     @server.tool()
-    async def get_schema(api: str, name: str, kb_id: KbId = None, max_tokens: MaxTokens = None,
-                         ctx: Context = None) -> SchemaResult:
-        """One schema (component) by name; ref_ids lists the schemas it references."""
-        async def work(outcome: Outcome) -> SchemaResult:
+    async def get_schema(api: str, name: str, kb_id: KbId = None, token_budget: TokenBudget = None,
+                         ctx: Context = None) -> Annotated[CallToolResult, SchemaResult]:
+        """One schema (component) by name, within token_budget tokens; it names the schemas it references."""
+        async def work(outcome: Outcome) -> answers.Answer:
             kb = kbs_of(tenants, ctx).with_api(api, kb_id)
-            element = await asyncio.to_thread(lookup.get_schema, kb, api, name, max_tokens)
-            result = counted(SchemaResult(**element.model_dump(), text_tokens=element.tokens))
-            outcome.add_counts(1, result.text_tokens, result.truncated, "max_tokens")
-            return result
+            answer = await asyncio.to_thread(answers.get_schema, kb, api, name, token_budget)
+            outcome.add_counts(1, answer.result.text_tokens, answer.result.truncated, CUT_REASON)
+            return answer
         return await tracked("get_schema", work)
 
     @server.resource("specrag://{api}/operations/{operation_id}", mime_type="application/yaml")

@@ -3,9 +3,7 @@ report counts the fetched URLs and names each failed one on a line of its own.""
 
 from __future__ import annotations
 
-import json
 import shutil
-from pathlib import Path
 
 import pytest
 from spec_server import SpecServer

@@ -68,10 +68,17 @@ async def test_the_mcp_plan_and_impact_tools(demo_kbs):
     async with Client(create_mcp_server(demo_kbs, **mcp_tools())) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert {"plan", "impact"} <= set(tools)
-        plan = (await client.call_tool("plan", {"query": EMAIL})).structured_content
+        answer = await client.call_tool("plan", {"query": EMAIL})
+        plan = answer.structured_content
         order = [f"{s['method']} {s['path']}" for s in plan["plan"]["steps"]]
         assert _before(order, "GET /users", "PUT /users/{userId}") and plan["tokens"] > 0, order
-        impact = (await client.call_tool("impact", {"api": "users_api", "schema": "Country"})).structured_content
+        text = answer.content[0].text  # markdown: the calls in order, then each step's context
+        assert text.startswith(f"# Plan for: {EMAIL}") and _before(text.split("\n"), "## Step 1: GET /users",
+                                                                   "## Step 2: PUT /users/{userId}")
+        answer = await client.call_tool("impact", {"api": "users_api", "schema": "Country"})
+        assert answer.content[0].text.startswith("# What uses `Country` in `users_api`")
+        assert "- `POST /users` (operationId `createUser`) via" in answer.content[0].text
+        impact = answer.structured_content
         report = impact["impact"]
         assert report["schema_id"] == "users_api:components/schemas/Country"
         assert "users_api:components/schemas/Address" in report["components"]

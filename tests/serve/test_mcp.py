@@ -6,6 +6,7 @@ import json
 
 import pytest
 from mcp import Client
+from specrag.core.tokens import count_tokens
 
 from .live import running_uvicorn
 
@@ -29,6 +30,8 @@ async def test_tool_schemas(mcp_server):
     assert tools["search_operations"].input_schema["properties"]["top_k"]["maximum"] == 100
     for tool in tools.values():
         assert tool.description and {"tokens", "truncated"} <= set(tool.output_schema["properties"]), tool.name
+    for name in ("get_context", "get_operation", "get_schema"):  # the context-sized answers
+        assert "token_budget" in tools[name].input_schema["properties"], name
 
 
 async def test_get_context_reports_every_ref_included_or_cut(mcp_server, demo_index):
@@ -61,8 +64,54 @@ async def test_search_then_describe(mcp_server):
         top = ops["operations"][0]
         op = (await client.call_tool("get_operation", {"api": top["api"], "operation": f"POST {top['path']}"}))
         assert op.structured_content["chunk_id"] == top["chunk_id"] and op.structured_content["truncated"] is False
-        schema = (await client.call_tool("get_schema", {"api": "petstore_v2", "name": "Pet", "max_tokens": 10}))
-        assert schema.structured_content["text_tokens"] == 10 and schema.structured_content["truncated"] is True
+        whole = (await client.call_tool("get_schema", {"api": "petstore_v2", "name": "Pet"})).structured_content
+        schema = (await client.call_tool("get_schema", {"api": "petstore_v2", "name": "Pet", "token_budget": 100}))
+    assert whole["truncated"] is False
+    cut = schema.structured_content
+    assert cut["truncated"] is True and cut["text_tokens"] < whole["text_tokens"]
+    assert count_tokens(schema.content[0].text) == cut["tokens"] <= 100 < whole["tokens"]
+
+
+async def test_answers_are_markdown_with_the_result_beside_it(mcp_server):
+    """The text a model reads is markdown naming what the next call takes; the same result is the
+    structured content."""
+    async with Client(mcp_server) as client:
+        apis = await client.call_tool("search_apis", {"query": "add a pet to the store"})
+        ops = await client.call_tool("search_operations", {"query": "add a new pet", "top_k": 3})
+        op = await client.call_tool("get_operation", {"api": "users_api", "operation": "createUser"})
+        schema = await client.call_tool("get_schema", {"api": "users_api", "name": "User"})
+        context = await client.call_tool("get_context", {"query": "How do I create a user?"})
+    text = {name: r.content[0].text for name, r in
+            {"apis": apis, "ops": ops, "op": op, "schema": schema, "context": context}.items()}
+    assert text["apis"].startswith("# APIs for: add a pet to the store")
+    assert all(f"- `{a['api']}` — {a['name']}" in text["apis"] for a in apis.structured_content["apis"])
+    assert all(f"`{o['method']} {o['path']}` in `{o['api']}`" in text["ops"]
+               for o in ops.structured_content["operations"])
+    assert text["op"].startswith("# POST /users (operationId `createUser`) · API `users_api`")
+    assert "`User`, `UserCreate`" in text["op"] and "## Error responses" in text["op"]  # names get_schema takes
+    assert op.structured_content["text"] in text["op"] and op.structured_content["errors"]["text"] in text["op"]
+    assert text["schema"].startswith("# schema `User` · API `users_api`") and "`Address`" in text["schema"]
+    assert text["context"].startswith("# Context for: How do I create a user?")
+    assert all(f"`{c['id']}`" in text["context"] for c in context.structured_content["chunks"])
+    for result in (apis, ops, op, schema, context):
+        assert not result.is_error and "```json" not in result.content[0].text
+        assert result.structured_content["tokens"] == count_tokens(result.content[0].text)
+
+
+@pytest.mark.parametrize("budget", [100, 300, 1000])
+async def test_every_context_sized_answer_holds_to_its_token_budget(mcp_server, budget):
+    """Within the budget, and truncated exactly when the whole answer would not have fit."""
+    calls = {"get_context": {"query": "How do I create a user?"},
+             "get_operation": {"api": "users_api", "operation": "createUser"},
+             "get_schema": {"api": "users_api", "name": "User"}}
+    async with Client(mcp_server) as client:
+        whole = {name: (await client.call_tool(name, args)).structured_content for name, args in calls.items()}
+        results = {name: await client.call_tool(name, {**args, "token_budget": budget}) for name, args in calls.items()}
+    for name, result in results.items():
+        body = result.structured_content
+        assert count_tokens(result.content[0].text) == body["tokens"] <= budget, (name, budget)
+        assert body["truncated"] is (whole[name]["tokens"] > budget), (name, budget, whole[name]["tokens"])
+        assert whole[name]["truncated"] is False
 
 
 async def test_errors_are_tool_errors_with_the_reason(mcp_server):

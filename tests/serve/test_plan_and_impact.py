@@ -70,8 +70,11 @@ async def test_the_mcp_plan_and_impact_tools(demo_kbs):
         assert {"plan", "impact"} <= set(tools)
         for name in ("plan", "impact"):
             assert {"tokens", "truncated"} <= set(tools[name].output_schema["properties"])
-        plan = (await client.call_tool("plan", {"query": "create a user"})).structured_content
+        answer = await client.call_tool("plan", {"query": "create a user"})
+        plan = answer.structured_content
         assert plan["plan"]["steps"][0] == "users_api:paths/~1users/post" and plan["tokens"] > 0
+        # a planner's own model reads as its JSON, fenced; the same model is the structured content
+        assert answer.content[0].text.startswith("```json\n") and '"users_api:paths/~1users/post"' in answer.content[0].text
         impact = (await client.call_tool("impact", {"api": "users_api", "schema": "Country"})).structured_content
         assert {"users_api:components/schemas/Address", "users_api:paths/~1users/post"} <= set(
             impact["impact"]["dependents"])

@@ -114,24 +114,35 @@ async def test_mcp_context_chunks_name_their_api(mcp_server):
     assert chunks and all(c["api"] and c["api"] == c["id"].split(":", 1)[0] for c in chunks)
 
 
-async def test_context_and_plan_take_a_bounded_token_budget(mcp_server, client):
+async def test_context_sized_tools_take_a_bounded_token_budget(mcp_server, client):
+    """get_context, plan, get_operation, get_schema and impact hold their text to token_budget (100-100000);
+    the HTTP context holds its chunk texts to it."""
+    from specrag.core.tokens import count_tokens
+
+    calls = {"get_context": {"query": QUESTION}, "plan": {"query": "create a user then get it"},
+             "get_operation": {"api": "users_api", "operation": "createUser"},
+             "get_schema": {"api": "users_api", "name": "User"}, "impact": {"api": "users_api", "schema": "Country"}}
     async with Client(mcp_server) as mcp:
         tools = {t.name: t for t in (await mcp.list_tools()).tools}
-        for name in ("get_context", "plan"):
+        for name in calls:
             budget = tools[name].input_schema["properties"]["token_budget"]
             assert "token_budget" not in tools[name].input_schema.get("required", []), name
             assert json.dumps(budget).count("100000") and json.dumps(budget).count('"minimum": 100'), (name, budget)
         whole = (await mcp.call_tool("get_context", {"query": QUESTION})).structured_content
-        small = (await mcp.call_tool("get_context", {"query": QUESTION, "token_budget": SMALL})).structured_content
-        plan = (await mcp.call_tool("plan", {"query": "create a user then get it", "token_budget": 400}))
+        small = {name: await mcp.call_tool(name, {**args, "token_budget": SMALL}) for name, args in calls.items()}
         for bad in (99, 100_001, "lots"):
             refused = await mcp.call_tool("get_context", {"query": QUESTION, "token_budget": bad})
             assert refused.is_error, bad
-    assert whole["context_tokens"] > SMALL >= small["context_tokens"] and small["token_budget"] == SMALL
-    assert small["truncated"] is True and not whole["truncated"]
-    assert plan.structured_content["plan"]["token_budget"] == 400  # split across the steps, each keeps its operation
+    for name, result in small.items():
+        assert count_tokens(result.content[0].text) == result.structured_content["tokens"] <= SMALL, name
+    context = small["get_context"].structured_content
+    assert whole["context_tokens"] > SMALL >= context["context_tokens"] and context["token_budget"] == SMALL
+    assert context["truncated"] is True and not whole["truncated"]
+    assert context["chunks"][0]["id"] == "users_api:paths/~1users/post"  # the first operation is kept whole
+    plan = small["plan"].structured_content
+    assert plan["truncated"] is True and plan["plan"]["steps"]  # each step keeps its operation: the text is cut
     http = (await client.post("/api/v1/context", json={"query": QUESTION, "token_budget": SMALL})).json()
-    assert http["total_tokens"] == small["context_tokens"] and http["retrieval_stats"]["truncated"] is True
+    assert context["context_tokens"] <= http["total_tokens"] <= SMALL and http["retrieval_stats"]["truncated"] is True
     assert (await client.post("/api/v1/context", json={"query": QUESTION, "token_budget": 5})).status_code == 422
 
 

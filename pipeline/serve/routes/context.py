@@ -5,26 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from specrag.context.knowledge import KnowledgeContext
-from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL, AgenticRetrievalRequest
+from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
+from specrag.serve.budget import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN, within_budget
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller, state
 
 router = APIRouter(tags=["context"])
-_BUDGET = AgenticRetrievalRequest.model_fields["token_budget"].metadata
-TOKEN_BUDGET_MIN = next(m.ge for m in _BUDGET if hasattr(m, "ge"))
-TOKEN_BUDGET_MAX = next(m.le for m in _BUDGET if hasattr(m, "le"))
-
-
-def within_budget(engine, token_budget: int | None):
-    """``engine``, or a shallow copy of it whose context (references and signatures) is built within
-    ``token_budget`` cl100k tokens instead of the server's ``context_token_limit``."""
-    if token_budget is None:
-        return engine
-    update = {"references": engine.references.model_copy(update={"token_limit": token_budget})}
-    if engine.signatures is not None:
-        update["signatures"] = engine.signatures.model_copy(update={"token_limit": token_budget})
-    return engine.model_copy(update=update)
-
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")

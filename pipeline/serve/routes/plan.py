@@ -10,9 +10,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.core.tokens import count_tokens
+from specrag.serve.budget import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller, state
-from specrag.serve.routes.context import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 
 Planner = Callable[[KnowledgeBase, str], Awaitable[BaseModel]]
 

@@ -27,6 +27,7 @@ from specrag.core.records import (
     Fallback,
     LLMCall,
     ReferenceExpansion,
+    SearchResult,
 )
 from specrag.specs.models import _json_or, decoded_metadata
 
@@ -133,6 +134,12 @@ class KnowledgeContext(BaseModel):
                    referenced_chunks=list(expansion.referenced),
                    total_tokens=expansion.total_tokens + sum(c.n_tokens for c in signatures),
                    retrieval_stats=stats or RetrievalStats())
+
+    def __eq__(self, other: object) -> bool:
+        """Equal contexts hold the same fields; the search that found one is not part of it."""
+        if not isinstance(other, KnowledgeContext):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
 
     def with_search(self, search: SearchResult) -> "KnowledgeContext":
         self._search = search

@@ -3,26 +3,26 @@
 The whole tree. Columns: the class, the module that defines it (under ``specrag.``), a built-in
 base that callers may catch it by as well, what it means (the class's docstring says more).
 
-    SpecragError                   errors                             the root: what this package raises on purpose
-    ├── SpecError                  errors                             a spec file cannot be used (the message says why)
+    SpecragError                   core.errors                        the root: what this package raises on purpose
+    ├── SpecError                  core.errors                        a spec file cannot be used (the message says why)
     │   ├── BudgetExceeded         specs.limits                       a spec over its value or alias budget
     │   └── FetchError             specs.remote                       a spec URL that could not be fetched
-    ├── CorpusError                errors                             a missing corpus path, a file_id collision
-    │   └── EmptyCorpusError       errors                             corpus paths with no usable OpenAPI/Swagger spec
-    ├── IndexNotBuiltError         errors                             a query before `specrag index` ran for the corpus
-    ├── IndexDamagedError          errors                             an index file missing, truncated or altered
-    │   └── IndexFormatError       errors                             an index of another specrag version
-    ├── IndexBusyError             errors                             another `specrag index` holds the index lock
-    ├── EmbedModelUnavailableError errors                             vectors whose model cannot load to update them
-    ├── ChromaUnavailableError     errors                             the Chroma server or store cannot be reached
+    ├── CorpusError                core.errors                        a missing corpus path, a file_id collision
+    │   └── EmptyCorpusError       core.errors                        corpus paths with no usable OpenAPI/Swagger spec
+    ├── IndexNotBuiltError         core.errors                        a query before `specrag index` ran for the corpus
+    ├── IndexDamagedError          core.errors                        an index file missing, truncated or altered
+    │   └── IndexFormatError       core.errors                        an index of another specrag version
+    ├── IndexBusyError             core.errors                        another `specrag index` holds the index lock
+    ├── EmbedModelUnavailableError core.errors                        vectors whose model cannot load to update them
+    ├── ChromaUnavailableError     core.errors                        the Chroma server or store cannot be reached
     │   └── ForeignCollectionError index.collections                  this corpus's collection name, another's data
-    ├── LLMStageError              errors                             an LLM stage gave no usable answer (its reason)
-    ├── DeadlineExceeded           llm                                no time for another LLM request (-> LLMStageError)
+    ├── LLMStageError              core.errors                        an LLM stage gave no usable answer (its reason)
+    ├── DeadlineExceeded           core.llm                           no time for another LLM request (-> LLMStageError)
     ├── JobFailed                  specs.pool                         a worker job with no result (returned, not raised)
-    ├── PromptError                errors            +ValueError      a prompt file missing, or its {variables} wrong
-    ├── SettingsError              errors            +ValueError      a setting outside its allowed values
-    ├── QueryError                 engine            +ValueError      an empty query, or APIs not in the index
-    ├── GraphQueryError            graph.queries     +ValueError      an unknown API, schema or operation
+    ├── PromptError                core.errors       +ValueError      a prompt file missing, or its {variables} wrong
+    ├── SettingsError              core.errors       +ValueError      a setting outside its allowed values
+    ├── QueryError                 engine.query_engine +ValueError      an empty query, or APIs not in the index
+    ├── GraphQueryError            engine.graph_queries +ValueError      an unknown API, schema or operation
     ├── NotFound                   serve.lookup      +LookupError     an operation or schema the API lacks (404)
     ├── UnknownKnowledgeBase       serve.kbs         +LookupError     a kb_id or API id no served KB has (404)
     ├── ForbiddenKnowledgeBase     serve.kbs         +PermissionError another tenant's kb_id (403)
@@ -31,6 +31,8 @@ base that callers may catch it by as well, what it means (the class's docstring 
     ├── ForbiddenTenant            serve.tenancy     +PermissionError a body naming another tenant (403)
     ├── SharedCatalogDir           serve.tenancy     +ValueError      one catalog folder for several tenants
     ├── ApiKeysError               serve.keys        +ValueError      an unreadable keys file or a bad key entry
+    ├── BudgetError                serve.budget      +ValueError      a token budget outside the range every surface accepts
+    ├── ToolInputError             serve.tool_spec   +ValueError      an agent tool argument the tool cannot use
     ├── ServeRefused               cli.serve                          serving beyond loopback without API keys
     ├── BenchError                 bench.query       +ValueError      no queries to time, or the child server failed
     ├── ServerFailed               bench.loadtest                     a load run's server exited or never got ready

@@ -75,8 +75,8 @@ def exception_classes() -> list[type[BaseException]]:
 
 
 def test_the_parser_reads_a_tree():
-    doc = ("    Root                 errors\n"
-           "    ├── A                errors        +ValueError   what A means\n"
+    doc = ("    Root                 core.errors\n"
+           "    ├── A                core.errors   +ValueError   what A means\n"
            "    │   └── B            x.y                         what B means\n"
            "    └── C                x\n"
            "Internal control flow, ...\n\n"

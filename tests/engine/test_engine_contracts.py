@@ -93,7 +93,7 @@ async def test_concurrent_aquery_never_blocks_the_event_loop(demo_engine, monkey
 
     serial = {q: _signature(demo_engine.retrieve_context(q)) for q in QUERIES}
     threads: list[int] = []
-    for cls, name in ((HybridRetriever, "_retrieve"), (ReferenceExpander, "expand")):
+    for cls, name in ((HybridRetriever, "_retrieve"), (ReferenceExpander, "follow_references")):
         original = getattr(cls, name)
 
         def spy(self, *args, _original=original, **kwargs):

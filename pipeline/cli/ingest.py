@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specrag.cli.common import add_common, format_ingest_report
 from specrag.cli.output import print_json, show_progress
-from specrag.settings import Settings
+
+if TYPE_CHECKING:
+    from specrag.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

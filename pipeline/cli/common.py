@@ -70,8 +70,14 @@ def field_range(model: type[BaseModel], field: str) -> tuple[float, float, type]
 
 def number_of(model: str, field: str):
     """An argparse type for a flag that stands for ``field`` of ``model`` (``"module:Class"``):
-    ``number_in`` the field's own range, the model imported only when the flag is given."""
+    ``number_in`` the field's own range. The model is imported only for a number to check (a
+    settings model takes longer to import than the rest of the parser): text that is no number
+    at all is refused at once."""
     def parse(text: str):
+        try:
+            float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
         module, _, name = model.partition(":")
         return number_in(*field_range(getattr(import_module(module), name), field))(text)
 

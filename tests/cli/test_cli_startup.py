@@ -64,7 +64,8 @@ def test_help_of_every_command_loads_nothing_heavy(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["query", "create a user", "--top-k", "x"], "argument --top-k: 'x' is not an integer from 1 to 100"),
+    (["query", "create a user", "--top-k", "x"], "argument --top-k: 'x' is not a number"),
+    (["query", "create a user", "--top-k", "2.5"], "argument --top-k: '2.5' is not an integer from 1 to 100"),
     (["query", "create a user", "--token-budget", "50"], "'50' is not an integer from 100 to 100000"),
     (["serve", "--port", "99999"], "argument --port: '99999' is not an integer from 0 to 65535"),
     (["deps", "users_api"], "the following arguments are required: operation"),
@@ -74,6 +75,16 @@ def test_a_bad_argument_is_refused_before_anything_heavy_loads(tmp_path, args, m
     code, heavy, out, err = run_main(tmp_path, *args)
     assert code == 2 and heavy == [] and out == ""
     assert err.splitlines()[-1].endswith(message), err
+
+
+def test_a_flag_that_is_no_number_is_refused_without_importing_the_settings(tmp_path):
+    """The range of --top-k is the setting's own, read only for a number to check."""
+    script = ("import sys\nfrom specrag.cli import main\ntry:\n    main(['query', 'q', '--top-k', 'x'])\n"
+              "except SystemExit:\n    pass\nprint(sorted(m for m in ('specrag.settings', 'pydantic_settings') "
+              "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=clean_env(tmp_path), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.stdout.strip() == "[]" and "'x' is not a number" in proc.stderr
 
 
 def test_version_loads_nothing_heavy(tmp_path):

@@ -8,15 +8,9 @@ Importing the package never configures logging (see ``specrag.core.quiet``).
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from specrag.core import quiet as _quiet  # noqa: F401  (before anything imports bm25s)
-
-try:
-    __version__ = version("specrag")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -46,7 +40,20 @@ _EXPORTS = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
+def _version() -> str:
+    """The installed version, read on first use (importlib.metadata takes ~60 ms to import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("specrag")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
     if name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value  # the next access is a plain attribute

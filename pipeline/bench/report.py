@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from specrag.bench.reindex import ReindexResult
 from specrag.bench.serve import BASELINE_TOP_K, STAGES
 from specrag.core.latency import Latency
+from specrag.core.text_table import format_table
 
 TARGET_P95_MS, TARGET_BUILD_S, TARGET_REINDEX_S = 50.0, 6 * 60.0, 5.0
 
@@ -111,34 +112,39 @@ def format_bench(r: BenchReport) -> str:
         ("index on disk", f"{r.disk_mb.get('total', 0):.0f} MB ({disk})", "<= 400 MB",
          _mark(r.disk_mb.get("total", 0) <= 400)),
     ]
+    detail = [
+        ("ingest time", f"{r.ingest_seconds:.1f} s"),
+        ("index build time", f"{r.index_build_seconds:.1f} s"),
+        ("embedding throughput", throughput),
+        ("peak RSS", f"build process {r.peak_rss_mb_build:.0f} MB; serving with the baseline too "
+                     f"{r.peak_rss_mb_with_baseline or 0:.0f} MB"),
+        *([("re-index edited", r.reindex.spec)] if r.reindex else []),
+        *([("index kept in", r.kept_dir)] if r.kept_dir else []),
+    ]
+    latency = [(name, *_latency_cells(r.latency_ms[name])) for name in ("wall", *STAGES) if name in r.latency_ms]
+    if r.baseline_latency_ms is not None:
+        latency.append(("baseline", *_latency_cells(r.baseline_latency_ms)))
     lines = [
         f"corpus: {', '.join(r.corpus)}  ({how})",
         f"machine: {r.machine.cpus} CPUs, Python {r.machine.python}, {r.machine.platform}",
         f"APIs: {r.apis:,}   chunks: {r.chunks:,}   search: {r.search_mode}   embeddings: {r.embed_model}",
         "",
-        f"  {'measure':<34}{'value':<72}{'target':<22}",
-        *[f"  {name:<34}{value:<72}{target:<22}{mark}" for name, value, target, mark in rows],
+        format_table(rows, ("measure", "value", "target", "met"), indent=2),
         "",
-        f"  ingest time               {r.ingest_seconds:10.1f} s",
-        f"  index build time          {r.index_build_seconds:10.1f} s",
-        f"  embedding throughput      {throughput}",
-        f"  peak RSS                  build process {r.peak_rss_mb_build:.0f} MB; serving with the baseline too "
-        f"{r.peak_rss_mb_with_baseline or 0:.0f} MB",
-        *([f"  re-index edited {r.reindex.spec}"] if r.reindex else []),
-        *([f"  index kept in {r.kept_dir}"] if r.kept_dir else []),
+        format_table(detail, indent=2),
         "",
-        f"query latency, warm, offline pipeline alone ({r.queries} queries x {r.repeats} timed pass(es), after one untimed)",
-        f"  {'stage':<10}{'p50 ms':>10}{'p95 ms':>10}{'mean ms':>10}{'max ms':>10}",
+        f"query latency, warm, offline pipeline alone ({r.queries} queries x {r.repeats} timed pass(es), after one "
+        "untimed)",
+        format_table(latency, ("stage", "p50 ms", "p95 ms", "mean ms", "max ms"), right=(1, 2, 3, 4), indent=2),
+        "",
+        f"baseline, interleaved per query in a second serving process, same chunks: {r.baseline}",
     ]
-    for name in ("wall", *STAGES):
-        lat = r.latency_ms.get(name)
-        if lat is not None:
-            lines.append(f"  {name:<10}{lat.p50:>10.2f}{lat.p95:>10.2f}{lat.mean:>10.2f}{lat.max:>10.2f}")
-    lines += ["", f"baseline, interleaved per query in a second serving process, same chunks: {r.baseline}"]
     if r.baseline_latency_ms is None:
         lines.append(f"  not run: {r.baseline_unavailable or 'no timings'}")
     else:
-        b = r.baseline_latency_ms
-        lines.append(f"  {'baseline':<10}{b.p50:>10.2f}{b.p95:>10.2f}{b.mean:>10.2f}{b.max:>10.2f}")
         lines.append(f"  ratio ours/baseline (same process): p50 {r.ratio_p50}x   p95 {r.ratio_p95}x")
     return "\n".join(lines)
+
+
+def _latency_cells(lat: Latency) -> tuple[str, str, str, str]:
+    return f"{lat.p50:.2f}", f"{lat.p95:.2f}", f"{lat.mean:.2f}", f"{lat.max:.2f}"

@@ -18,6 +18,7 @@ from specrag.bench.fleet import sample, spec_files, write_fleet
 from specrag.bench.report import BenchReport
 from specrag.core.errors import SpecragError
 from specrag.core.settings import Settings
+from specrag.core.text_table import format_table
 
 
 class ScalePoint(BaseModel):
@@ -71,18 +72,16 @@ def _parse(label: str, specs: list) -> tuple[list, int]:
 
 
 def format_scaling(points: list[ScalePoint]) -> str:
-    head = (f"{'fleet':<7}{'specs':>7}{'chunks':>9}{'embedded':>10}{'build s':>9}{'chunks/s':>10}"
-            f"{'reindex s':>11}{'reindex MB':>12}{'p50 ms':>8}{'p95 ms':>8}{'RSS MB':>8}{'disk MB':>9}")
-    lines = [head]
-    for p in points:
-        lines.append(f"{p.label:<7}{p.specs:>7,}{p.chunks:>9,}{p.embedded:>10,}{p.build_seconds:>9.1f}"
-                     f"{p.chunks_per_s:>10,.0f}{_num(p.reindex_seconds, 11, 1)}{_num(p.reindex_rss_mb, 12, 0)}"
-                     f"{p.p50_ms:>8.1f}{p.p95_ms:>8.1f}{p.serving_rss_mb:>8.0f}{p.disk_mb:>9.0f}")
-    return "\n".join(lines)
+    header = ("fleet", "specs", "chunks", "embedded", "build s", "chunks/s", "reindex s", "reindex MB", "p50 ms",
+              "p95 ms", "RSS MB", "disk MB")
+    rows = [(p.label, f"{p.specs:,}", f"{p.chunks:,}", f"{p.embedded:,}", f"{p.build_seconds:.1f}",
+             f"{p.chunks_per_s:,.0f}", _num(p.reindex_seconds, 1), _num(p.reindex_rss_mb, 0), f"{p.p50_ms:.1f}",
+             f"{p.p95_ms:.1f}", f"{p.serving_rss_mb:.0f}", f"{p.disk_mb:.0f}") for p in points]
+    return format_table(rows, header, right=range(1, len(header)))
 
 
-def _num(value: float | None, width: int, digits: int) -> str:
-    return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
+def _num(value: float | None, digits: int) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def plot_scaling(points: list[ScalePoint], path: Path) -> str:

@@ -2,6 +2,10 @@
 
 Each command module adds its parsers and sets ``handler`` (``(args, settings) -> exit code``).
 
+Building the parser imports nothing heavy (the command modules import what they run with inside
+their handlers): ``specrag --help`` and a bad argument answer before any model, store or engine
+is loaded (tests/cli/test_cli_startup.py).
+
 Exit codes: 0 done; 2 a user error (bad argument, missing or unusable path, bad setting, unknown
 API, empty corpus), one line on stderr; 3 an ``eval --mode llm`` run in which every LLM call failed; 130
 interrupted; 141 stdout's reader went away (``| head``).
@@ -14,7 +18,7 @@ import gc
 import logging
 import sys
 
-from specrag.cli import bench, evaluate, graph, ingest, query, serve
+from specrag.cli import bench, browse, evaluate, graph, ingest, query, serve
 from specrag.cli.common import CommandParser, build_settings
 from specrag.cli.corpus import resolve_corpus_args
 from specrag.cli.output import cli_logging, reader_gone, safe_streams
@@ -23,14 +27,26 @@ from specrag.core.errors import SpecragError
 EXIT_USER_ERROR, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 130, 141
 
 
-def parser() -> argparse.ArgumentParser:
-    from specrag.core.versions import package_versions
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for."""
 
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show the installed version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from specrag.core.versions import package_versions
+
+        version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")
+        print(f"specrag {version}")
+        parser.exit()
+
+
+def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="specrag", description=__doc__.splitlines()[0])
-    version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")
-    root.add_argument("--version", action="version", version=f"specrag {version}")
+    root.add_argument("--version", action=_Version)
     sub = root.add_subparsers(dest="command", required=True, parser_class=CommandParser)
-    for module in (ingest, query, graph, evaluate, serve, bench):
+    for module in (ingest, query, browse, graph, evaluate, serve, bench):
         module.add_parsers(sub)
     return root
 

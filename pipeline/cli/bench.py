@@ -7,10 +7,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specrag.cli.common import add_common
 from specrag.cli.corpus import corpus_input
-from specrag.core.settings import Settings
+from specrag.core.errors import SpecragError
+
+if TYPE_CHECKING:
+    from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -31,13 +35,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.bench.query import DEFAULT_QUERIES, BenchError, run_bench
+    if args.repeats < 1:  # before anything is imported or built
+        raise SpecragError("--repeats must be at least 1")
+    from specrag.bench.query import DEFAULT_QUERIES, run_bench
     from specrag.bench.report import format_bench
     from specrag.cli.output import print_json, show_progress
     from specrag.evals.querysets import load_query_sets
 
-    if args.repeats < 1:
-        raise BenchError("--repeats must be at least 1")
     queries = [q.query for q in load_query_sets(args.queries or [DEFAULT_QUERIES])]
     if args.scaling:
         from specrag.bench.scaling import format_scaling, plot_scaling, run_scaling

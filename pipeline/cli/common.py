@@ -1,15 +1,26 @@
-"""What every command shares: the common options, settings from them, opening an engine."""
+"""What every command shares: the common options, settings from them, opening an engine or an index.
+
+Building the parser imports no model, engine or store (``specrag --help`` and a bad argument
+answer at once): what a command needs is imported when it runs; a flag's range is read from its
+model only when the flag is given (``number_of``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
 from specrag.cli.output import show_progress
-from specrag.core.envfile import explicit_env_file
-from specrag.core.settings import Settings
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from specrag.core.settings import Settings
+    from specrag.index.lookup import IndexLookup
+
+OFFLINE_NOTICE = "offline mode: no OPENAI_API_KEY / SPECRAG_LLM_BASE_URL; stages 1-2 use keyword methods"
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -56,6 +67,22 @@ def field_range(model: type[BaseModel], field: str) -> tuple[float, float, type]
     return low, high, info.annotation
 
 
+def number_of(model: str, field: str):
+    """An argparse type for a flag that stands for ``field`` of ``model`` (``"module:Class"``):
+    ``number_in`` the field's own range. The model is imported only for a number to check (a
+    settings model takes longer to import than the rest of the parser): text that is no number
+    at all is refused at once."""
+    def parse(text: str):
+        try:
+            float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        module, _, name = model.partition(":")
+        return number_in(*field_range(getattr(import_module(module), name), field))(text)
+
+    return parse
+
+
 def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", dest="data_dir", type=Path, help="index folder (env SPECRAG_DATA_DIR, default .specrag)")
     p.add_argument("--catalog-dir", dest="catalog_dir", type=Path,
@@ -68,6 +95,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
+    from specrag.core.envfile import explicit_env_file
+    from specrag.core.settings import Settings
+
     overrides: dict = {}
     for field in ("data_dir", "catalog_dir", "prompts_dir", "tenant"):
         value = getattr(args, field, None)
@@ -82,20 +112,39 @@ def offline(settings: Settings) -> Settings:
     return settings.model_copy(update={"openai_api_key": None, "llm_base_url": None})
 
 
-def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None):
-    """(corpus settings, engine); ``corpus`` is indexed first (incrementally), else the last one is used."""
-    from specrag.engine.factory import build_engine
+def corpus_index(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None) -> Settings:
+    """The corpus's settings: ``corpus`` indexed first (incrementally), else the last indexed one."""
     from specrag.index.workspace import synced_corpus_settings, update_index
 
     if corpus:
         local, _ = update_index(settings, corpus, progress=show_progress(args))
-    else:
-        local = synced_corpus_settings(settings)
+        return local
+    return synced_corpus_settings(settings)
+
+
+def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None, **overrides):
+    """(corpus settings, engine); ``corpus`` is indexed first (incrementally), else the last one is
+    used. ``overrides``: settings the command's flags set for this engine (``query --top-k``). The
+    offline notice is said here, by the commands whose stages would use an LLM."""
+    from specrag.engine.factory import build_engine
+
+    local = corpus_index(args, settings, corpus)
+    if overrides:
+        local = local.model_copy(update=overrides)
     engine = build_engine(local)
     if not local.llm_configured and not getattr(args, "json", False):
-        print("offline mode: no OPENAI_API_KEY / SPECRAG_LLM_BASE_URL; stages 1-2 use keyword methods",
-              file=sys.stderr)
+        print(OFFLINE_NOTICE, file=sys.stderr)
     return local, engine
+
+
+def open_index(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None) -> tuple[Settings, IndexLookup]:
+    """(corpus settings, its index without an engine): the catalogs and chunks that listings,
+    lookups and the dependency graph read; no embedding model is loaded, no LLM is involved."""
+    from specrag.index.lookup import IndexLookup
+    from specrag.index.store import ChunkStore
+
+    local = corpus_index(args, settings, corpus)
+    return local, IndexLookup(local.data_dir.name, ChunkStore.open(local, embed_model=None))
 
 
 def format_ingest_report(report) -> str:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specrag.core.settings import Settings
+if TYPE_CHECKING:
+    from specrag.core.settings import Settings
 
 REPORTING_COMMANDS = ("ingest", "index")
 

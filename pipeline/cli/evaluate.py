@@ -10,12 +10,15 @@ import argparse
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specrag.cli.common import add_common, offline, open_engine
 from specrag.cli.corpus import corpus_input
 from specrag.cli.output import print_json, show_progress
 from specrag.core.errors import SpecragError
-from specrag.core.settings import DEFAULT_PROMPTS_PACKAGE, Settings
+
+if TYPE_CHECKING:
+    from specrag.core.settings import Settings
 
 EXIT_LLM_ALL_FAILED = 3
 
@@ -67,15 +70,16 @@ def compare(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def evaluate(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.evals.querysets import load_query_sets
-    from specrag.evals.runner import run_eval, write_run
-
     if not args.corpus:
         raise SpecragError("specrag eval needs --corpus PATH... (the specs the sets ask about)")
     if args.mode == "offline":
         settings = offline(settings)
     elif not settings.llm_configured:
         raise SpecragError("--mode llm needs OPENAI_API_KEY or SPECRAG_LLM_BASE_URL (an OpenAI-compatible server)")
+    from specrag.core.settings import DEFAULT_PROMPTS_PACKAGE
+    from specrag.evals.querysets import load_query_sets
+    from specrag.evals.runner import run_eval, write_run
+
     queries = load_query_sets([Path(s) for s in args.sets])
     local, engine = open_engine(args, settings, args.corpus)
     store = engine.lookup

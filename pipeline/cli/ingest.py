@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
 from specrag.cli.common import add_common, format_ingest_report
 from specrag.cli.corpus import corpus_input
 from specrag.cli.output import print_json, show_progress
 from specrag.core.errors import CorpusError
-from specrag.core.settings import Settings
+
+if TYPE_CHECKING:
+    from specrag.core.settings import Settings
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -13,9 +13,10 @@ import logging
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 OWN_LOGGERS = ("specrag",)
 LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
@@ -50,7 +51,7 @@ def show_progress(args: Any) -> bool:
 def json_text(data: BaseModel | dict | list, indent: int | None = None) -> str:
     """One JSON document. A lone surrogate (a file name or argument byte that is not UTF-8, as
     Python decodes it) is written as its ``\\udcXX`` escape, so the output is always valid UTF-8."""
-    plain = data.model_dump(mode="json") if isinstance(data, BaseModel) else data
+    plain = data.model_dump(mode="json") if hasattr(data, "model_dump") else data  # a pydantic model
     return json.dumps(plain, ensure_ascii=False, indent=indent).encode("utf-8", "backslashreplace").decode("utf-8")
 
 

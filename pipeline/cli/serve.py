@@ -7,12 +7,14 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specrag.cli.common import add_common, field_range, number_in
+from specrag.cli.common import add_common, number_in, number_of
 from specrag.cli.corpus import corpus_input
-from specrag.core.api_models import BasicRetrievalRequest
 from specrag.core.errors import SpecragError
-from specrag.core.settings import Settings
+
+if TYPE_CHECKING:
+    from specrag.core.settings import Settings
 
 WORKER_ARGS = "SPECRAG_SERVE_WORKER_ARGS"  # the command line, for `serve --workers` processes (set by the parent)
 _WORKER_FIELDS = ("kb", "host", "port", "data_dir", "catalog_dir", "tenant", "env_file", "verbose")
@@ -22,7 +24,7 @@ _PATH_FIELDS = ("data_dir", "catalog_dir", "env_file")
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="the HTTP retrieval service (FastAPI + uvicorn)")
     _add_server_options(p)
-    p.add_argument("--workers", type=number_in(*field_range(Settings, "serve_workers")),
+    p.add_argument("--workers", type=number_of("specrag.core.settings:Settings", "serve_workers"),
                    help="processes serving the port, each with its own copy of the index "
                    "(env SPECRAG_SERVE_WORKERS, default 1)")
     p.set_defaults(handler=serve)
@@ -38,8 +40,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=number_in(0.1, 86400, float), default=60.0, help="timed seconds (after --warmup)")
     p.add_argument("--warmup", type=number_in(0, 3600, float), default=5.0)
     p.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="vector")
-    p.add_argument("--top-k", dest="top_k", type=number_in(*field_range(BasicRetrievalRequest, "top_k")), default=10)
-    p.add_argument("--workers", type=number_in(*field_range(Settings, "serve_workers")),
+    p.add_argument("--top-k", dest="top_k", type=number_of("specrag.core.api_models:BasicRetrievalRequest", "top_k"),
+                   default=10)
+    p.add_argument("--workers", type=number_of("specrag.core.settings:Settings", "serve_workers"),
                    help="worker processes of the service started for the run (default: "
                    "SPECRAG_SERVE_WORKERS); not with --url")
     p.add_argument("--hot-reindex", dest="hot_reindex", type=Path, metavar="CORPUS",
@@ -67,7 +70,7 @@ def _add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kb", action="append", metavar="KB_ID", help="serve an indexed corpus by its folder name "
                    "under <data-dir>/corpora (repeatable)")
     p.add_argument("--host", help="bind address (env SPECRAG_HOST, default 127.0.0.1)")
-    p.add_argument("--port", type=number_in(*field_range(Settings, "serve_port")),
+    p.add_argument("--port", type=number_of("specrag.core.settings:Settings", "serve_port"),
                    help="port (env SPECRAG_PORT, default 8080)")
     add_common(p)
 
@@ -77,21 +80,29 @@ class ServeRefused(SpecragError):
 
 
 def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
-    """(settings, tenants): with ``network`` False (stdio MCP) the local tenant, keys or not."""
-    from specrag.serve.keys import ApiKeys
+    """(settings, tenants): with ``network`` False (stdio MCP) the local tenant, keys or not. A
+    server that would refuse to start refuses first, before the service is imported or any corpus indexed."""
+    settings, keys = _checked(args, settings, network)
     from specrag.serve.logs import configure_json_logging
     from specrag.serve.tenancy import Tenants
     from specrag.serve.tracing import install_instrumentation, otel_tracer
 
     configure_json_logging(logging.DEBUG if args.verbose else logging.INFO, queued=True)
     install_instrumentation(otel_tracer(settings.otel_exporter))
+    return settings, Tenants.open(settings, keys, args.corpus or [], args.kb or [])
+
+
+def _checked(args: argparse.Namespace, settings: Settings, network: bool):
+    """(settings with --host/--port, API keys), or ServeRefused: a non-loopback bind needs keys."""
+    from specrag.serve.keys import ApiKeys
+
     settings = settings.model_copy(update={k: v for k, v in (("serve_host", args.host), ("serve_port", args.port))
                                            if v is not None})
     keys = ApiKeys.from_settings(settings) if network else ApiKeys([])
     if network and not keys.configured and not is_loopback(settings.serve_host):
         raise ServeRefused(f"SPECRAG_HOST={settings.serve_host} is not a loopback address and no API key is "
                            "configured: set SPECRAG_API_KEYS_FILE (or SPECRAG_API_KEYS) first, or bind 127.0.0.1")
-    return settings, Tenants.open(settings, keys, args.corpus or [], args.kb or [])
+    return settings, keys
 
 
 def is_loopback(host: str) -> bool:
@@ -117,14 +128,14 @@ _UVICORN_OPTIONS = {"log_config": None, "access_log": False, "h11_max_incomplete
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
-    from specrag.serve.app import create_app
-    from specrag.serve.graph_wiring import routers
-
     settings, tenants = _open(args, settings)
     workers = args.workers or settings.serve_workers
     if workers > 1:
         tenants.close()  # opened here once to index --corpus and to fail fast; each worker opens its own
         return _serve_workers(args, settings, workers)
+    from specrag.serve.app import create_app
+    from specrag.serve.graph_wiring import routers
+
     try:
         _uvicorn(create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
                             threads=settings.serve_threads, bind_host=settings.serve_host), settings)
@@ -176,12 +187,12 @@ def worker_app():
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
+    settings, tenants = _open(args, settings, network=args.transport != "stdio")
     import anyio
     from specrag.serve.graph_wiring import mcp_tools
     from specrag.serve.mcp_http import streamable_http_app
     from specrag.serve.mcp_server import create_mcp_server, run_stdio
 
-    settings, tenants = _open(args, settings, network=args.transport != "stdio")
     server = create_mcp_server(tenants, **mcp_tools())
     try:
         if args.transport == "stdio":
@@ -208,8 +219,17 @@ def openapi(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import asyncio
     import importlib.util
+
+    if args.workers and args.url:  # the flags are checked before anything is imported or started
+        raise SpecragError("--workers sets the service bench-serve starts: leave out --url")
+    if args.hot_reindex and (args.url or args.kb):
+        raise SpecragError("--hot-reindex serves its own copy of the corpus: leave out --url and --kb")
+    if not args.hot_reindex and not args.kb:
+        raise SpecragError("bench-serve needs --kb KB_ID (or --hot-reindex CORPUS)")
+    if importlib.util.find_spec("aiohttp") is None:
+        raise SpecragError("bench-serve needs the load generator's client: pip install 'specrag[load]'")
+    import asyncio
     import tempfile
     from contextlib import ExitStack
 
@@ -224,25 +244,17 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     )
     from specrag.index.workspace import corpus_key
 
-    if importlib.util.find_spec("aiohttp") is None:
-        raise SpecragError("bench-serve needs the load generator's client: pip install 'specrag[load]'")
     queries = load_queries(args.queries)
     with ExitStack() as stack:
         kb, hot, server_args = args.kb, None, ["--kb", args.kb or "", "--data-dir", str(settings.data_dir)]
-        if args.workers and args.url:
-            raise SpecragError("--workers sets the service bench-serve starts: leave out --url")
         workers = ["--workers", str(args.workers)] if args.workers else []
         if args.hot_reindex:
-            if args.url or args.kb:
-                raise SpecragError("--hot-reindex serves its own copy of the corpus: leave out --url and --kb")
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="specrag-hot-")))
             copy, spec = prepare(args.hot_reindex, work, args.hot_spec)
             kb = corpus_key([copy])
             hot = HotReindex(corpus=copy, spec=spec, data_dir=work / "data",
                              at_s=args.duration / 4 if args.hot_at is None else args.hot_at)
             server_args = ["--corpus", str(copy), "--data-dir", str(hot.data_dir)]
-        elif not args.kb:
-            raise SpecragError("bench-serve needs --kb KB_ID (or --hot-reindex CORPUS)")
         url = args.url or stack.enter_context(served(server_args + workers, free_port()))
         report = asyncio.run(run_load(LoadSpec(url=url, kb_id=kb, queries=queries, clients=args.clients,
                                                duration_s=args.duration, warmup_s=args.warmup, mode=args.mode,

@@ -23,7 +23,12 @@ base that callers may catch it by as well, what it means (the class's docstring 
     ├── SettingsError              core.errors       +ValueError      a setting outside its allowed values
     ├── QueryError                 engine.query_engine +ValueError      an empty query, or APIs not in the index
     ├── GraphQueryError            engine.graph_queries +ValueError      an unknown API, schema or operation
-    ├── NotFound                   serve.lookup      +LookupError     an operation or schema the API lacks (404)
+    ├── NotFound                   index.lookup      +LookupError     an operation or schema the API lacks (404)
+    ├── PromptError                core.errors       +ValueError      a prompt file missing, or its {variables} wrong
+    ├── SettingsError              core.errors       +ValueError      a setting outside its allowed values
+    ├── QueryError                 engine.query_engine +ValueError      an empty query, or APIs not in the index
+    ├── GraphQueryError            engine.graph_queries +ValueError      an unknown API, schema or operation
+    ├── NotFound                   index.lookup      +LookupError     an operation or schema the API lacks (404)
     ├── UnknownKnowledgeBase       serve.kbs         +LookupError     a kb_id or API id no served KB has (404)
     ├── ForbiddenKnowledgeBase     serve.kbs         +PermissionError another tenant's kb_id (403)
     ├── AmbiguousKnowledgeBase     serve.kbs         +ValueError      no kb_id where several KBs could answer

@@ -16,6 +16,7 @@ import difflib
 from typing import Callable
 
 from pydantic import BaseModel, Field
+from specrag.catalog.io import load_api_graph
 from specrag.catalog.models import ApiIndex
 from specrag.core.errors import SpecragError
 from specrag.core.ids import (
@@ -26,6 +27,7 @@ from specrag.core.ids import (
     part_chunk_id,
 )
 from specrag.graph.models import ApiGraph, DependencyEdge, ParamNeed
+from specrag.index.lookup import IndexLookup
 from specrag.specs.models import Chunk, ChunkLookup
 
 MAX_IMPACT_DEPTH = 12
@@ -177,3 +179,10 @@ def _operation_names(api: str, index: ApiIndex) -> dict[str, str]:
 def _hint(name: str, known) -> str:
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
     return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def graph_queries(index: IndexLookup) -> GraphQueries:
+    """Impact and deps over an opened index without an engine (``specrag impact`` / ``deps``), wired
+    as the engine wires them."""
+    catalogs = index.store.catalog_files
+    return GraphQueries(index.store, index.indexes.get, lambda api: load_api_graph(catalogs, api), index.api_ids)

@@ -16,7 +16,7 @@ from pydantic import Field
 from specrag.context.knowledge import API_ID
 from specrag.core.api_models import BasicRetrievalRequest, SearchMode
 from specrag.core.tokens import truncate_tokens
-from specrag.serve import lookup
+from specrag.index import lookup
 from specrag.serve.basic import BasicRetrieval
 from specrag.serve.budget import CUT_REASON, Fitted, check_budget, fit, fixed, within_budget
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 from specrag.core.errors import IndexNotBuiltError, SpecragError
+from specrag.index.lookup import NotFound
 from specrag.serve.kbs import ForbiddenKnowledgeBase, UnknownKnowledgeBase
-from specrag.serve.lookup import NotFound
 from specrag.serve.tenancy import ForbiddenTenant, Unauthorized
 
 

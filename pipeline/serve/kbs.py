@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field
 from specrag.catalog.io import load_catalog
 from specrag.catalog.models import ApiIndex, Catalog
 from specrag.core.errors import ChromaUnavailableError, IndexNotBuiltError, SpecragError
-from specrag.core.ids import ERRORS_SUFFIX, base_chunk_id, parse_operation_id
 from specrag.core.settings import DEFAULT_TENANT, Settings
 from specrag.engine.query_engine import ApiQueryEngine
+from specrag.index.lookup import operation_names
 
 logger = logging.getLogger(__name__)
 OPERATION_NAMES_CACHE = 64
@@ -113,9 +113,7 @@ class KnowledgeBase:
 
     def _load_operations(self, file_id: str) -> dict[str, str]:
         """operationId -> chunk id of the API's operations (one batched read)."""
-        ids = [i for i in self.store.api_chunk_ids(file_id)
-               if base_chunk_id(i) == i and not i.endswith(ERRORS_SUFFIX) and parse_operation_id(i)]
-        return {c.operation_id: c.id for c in self.store.get_chunks(ids).values() if c.operation_id}
+        return operation_names(self.store, file_id)
 
     def refreshed(self) -> "KnowledgeBase | None":
         """This corpus reopened on its newer generation (pulled from the Chroma server first, when

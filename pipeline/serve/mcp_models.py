@@ -15,8 +15,8 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.core.records import CutRef
+from specrag.index.lookup import ApiSummary, OperationDetail, SpecElement
 from specrag.serve.budget import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
-from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
 
 KbId = Annotated[str | None, Field(max_length=200, description=KB_ID + KB_ID_OPTIONAL)]
 TokenBudget = Annotated[int | None, Field(ge=TOKEN_BUDGET_MIN, le=TOKEN_BUDGET_MAX,

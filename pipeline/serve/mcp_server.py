@@ -33,7 +33,8 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 from specrag.core.api_models import SearchMode
 from specrag.core.errors import SpecragError
-from specrag.serve import answers, lookup
+from specrag.index import lookup
+from specrag.serve import answers
 from specrag.serve.budget import CUT_REASON
 from specrag.serve.kbs import KnowledgeBases
 from specrag.serve.logs import request_id_var

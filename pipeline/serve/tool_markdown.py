@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from specrag.context.knowledge import KnowledgeContext
 from specrag.engine.markdown import chunk_block, fenced, render_markdown
-from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
+from specrag.index.lookup import ApiSummary, OperationDetail, SpecElement
 
 NAMES_SHOWN = 30  # ids listed in one line (references, cut references) before "and N more"
 HOW_TO_READ_OPERATIONS = ("Best first. `get_operation(api, operation)` reads one in full (the operation as "

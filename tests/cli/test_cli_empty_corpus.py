@@ -29,6 +29,9 @@ COMMANDS = {  # each command that takes corpus paths, as it takes them
     "serve": ["serve", "--port", "0", "--corpus"],
     "mcp": ["mcp", "--corpus"],
     "eval": ["eval", str(DEMO_SET), "--corpus"],
+    "apis": ["apis", "--corpus"],
+    "show": ["show", "users_api", "createUser", "--corpus"],
+    "deps": ["deps", "users_api", "getUser", "--corpus"],
 }
 
 

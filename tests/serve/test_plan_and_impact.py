@@ -34,7 +34,7 @@ async def first_two_operations(kb, query: str) -> Plan:
 
 async def referenced_by(kb, api: str, schema: str) -> Impact:
     """Everything that references the schema, directly or through other schemas (a BFS on referenced_by)."""
-    from specrag.serve.lookup import get_schema
+    from specrag.index.lookup import get_schema
 
     start = (await asyncio.to_thread(get_schema, kb, api, schema)).chunk_id
     seen, frontier = {start}, [start]

@@ -6,8 +6,7 @@ import asyncio
 
 from fastapi import APIRouter, Query
 from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
-from specrag.serve.kbs import KnowledgeBaseInfo, KnowledgeBases
-from specrag.serve.lookup import (
+from specrag.index.lookup import (
     ApiSummary,
     OperationDetail,
     SpecElement,
@@ -15,6 +14,7 @@ from specrag.serve.lookup import (
     get_schema,
     list_apis,
 )
+from specrag.serve.kbs import KnowledgeBaseInfo, KnowledgeBases
 from specrag.serve.routes.common import ERRORS, Caller
 
 router = APIRouter(tags=["browse"])

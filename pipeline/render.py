@@ -10,6 +10,7 @@ import re
 from collections import Counter
 
 from specrag.context import ContextChunk, KnowledgeContext
+from specrag.specs.example_request import example_text
 
 
 def render_markdown(ctx: KnowledgeContext) -> str:
@@ -56,8 +57,14 @@ def _chunk_block(chunk: ContextChunk, prefix: str = "") -> list[str]:
     facts = [f"{chunk.n_tokens} tokens"]
     if chunk.score is not None:
         facts.insert(0, f"score {chunk.score:.4g}")
-    return [f"### {prefix}`{chunk.id}` — {describe(chunk)}", " · ".join(facts), "",
-            f"{fence}yaml", chunk.text.rstrip("\n"), fence, ""]
+    lines = [f"### {prefix}`{chunk.id}` — {describe(chunk)}", " · ".join(facts), "",
+             f"{fence}yaml", chunk.text.rstrip("\n"), fence, ""]
+    if chunk.example_request is not None:
+        example = example_text(chunk.example_request)
+        fence = "`" * max(3, _longest_backtick_run(example) + 1)
+        lines += [f"Example request ({chunk.example_request.tokens} tokens; fill the <...> and {{...}} placeholders):",
+                  "", f"{fence}bash", example, fence, ""]
+    return lines
 
 
 def _longest_backtick_run(text: str) -> int:

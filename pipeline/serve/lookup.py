@@ -14,9 +14,10 @@ from pydantic import BaseModel, Field
 from specrag.catalog.models import CatalogEntry
 from specrag.errors import SpecragError
 from specrag.serve.kbs import KnowledgeBase
+from specrag.specs.example_request import ExampleRequest, example_from_fields
 from specrag.specs.ids import base_chunk_id, errors_chunk_id, operation_chunk_id
 from specrag.specs.models import Chunk
-from specrag.tokens import truncate_tokens
+from specrag.tokens import count_tokens, truncate_tokens
 
 class NotFound(SpecragError, LookupError):
     """An operation or schema that the API does not have."""
@@ -51,6 +52,11 @@ class SpecElement(BaseModel):
 
 class OperationDetail(SpecElement):
     errors: SpecElement | None = Field(None, description="the operation's 4xx/5xx/default responses")
+    base_urls: list[str] = Field(default_factory=list, description="where it is called, preferred first")
+    auth: list[str] = Field(default_factory=list, description="the accepted ways to authenticate")
+    example_request: ExampleRequest | None = Field(None, description="a ready request: curl and raw HTTP with the base "
+                                                                     "URL, auth, required parameters and a minimal "
+                                                                     "valid body (null for an index built before them)")
 
 
 def api_summary(kb: KnowledgeBase, entry: CatalogEntry) -> ApiSummary:
@@ -68,6 +74,10 @@ def get_operation(kb: KnowledgeBase, api: str, operation: str, max_tokens: int |
     errors = kb.store.get_chunks([errors_chunk_id(chunk_id)]).get(errors_chunk_id(chunk_id))
     detail = OperationDetail(**_element(kb, chunk, max_tokens).model_dump())
     detail.errors = _element(kb, errors, max_tokens) if errors else None
+    detail.base_urls, detail.auth = list(chunk.base_urls), list(chunk.auth)
+    detail.example_request = example_from_fields(
+        chunk.method, chunk.path, chunk.base_urls, chunk.auth,
+        chunk.request.model_dump() if chunk.request is not None else None, count_tokens)
     return detail
 
 

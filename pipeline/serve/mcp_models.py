@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from specrag.api_models import KB_ID, KB_ID_OPTIONAL
 from specrag.serve.lookup import ApiSummary, OperationDetail, SpecElement
+from specrag.specs.example_request import ExampleRequest
 from specrag.serve.routes.context import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 from specrag.stages.results import CutRef
 from specrag.tokens import count_tokens
@@ -94,6 +95,8 @@ class ContextChunkView(BaseModel):
     text: str
     signature: bool = Field(False, description="a ranked operation shown as its signature: its references are "
                                                "not in the context (get_operation has it in full)")
+    example_request: ExampleRequest | None = Field(None, description="primary operations: a ready request (curl, "
+                                                                     "raw HTTP)")
 
 
 class ContextResult(Budgeted):
@@ -106,8 +109,9 @@ class ContextResult(Budgeted):
     refs_missing: list[str] = Field(default_factory=list, description="references the index does not hold")
     primaries_cut: list[str] = Field(default_factory=list, description="ranked operations left out: their "
                                                                       "closure did not fit the budget")
-    context_tokens: int = Field(0, description="cl100k tokens of the chunks' texts (the CLI's and the HTTP "
-                                               "context's total_tokens; what token_budget caps)")
+    context_tokens: int = Field(0, description="cl100k tokens of the chunks' texts and the primaries' example "
+                                               "requests (the CLI's and the HTTP context's total_tokens; what "
+                                               "token_budget caps)")
     token_budget: int = Field(0, description="the budget the context was built within")
     truncated_reason: str | None = Field(None, description="timeout, else the first limit hit (depth, max_chunks, "
                                                            "token_limit, closure_budget)")

@@ -139,7 +139,7 @@ def create_mcp_server(served: Tenants | KnowledgeBases, telemetry: Telemetry | N
                 truncated=stats.truncated, truncated_reason=stats.truncated_reason,
                 chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get(API_ID, "")), depth=c.depth,
                                          referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text,
-                                         signature=c.id in signature_ids)
+                                         signature=c.id in signature_ids, example_request=c.example_request)
                         for c in found.chunks],
                 refs_cut=stats.refs_cut, refs_missing=stats.refs_missing, primaries_cut=stats.primaries_cut))
             outcome.add_counts(len(result.chunks), result.context_tokens, stats.truncated, stats.truncated_reason,

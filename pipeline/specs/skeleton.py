@@ -82,8 +82,6 @@ class Facts:
     unique_items: bool = False
     min_properties: int = 0
     choice: tuple | None = None  # (index of the part, key, branches, discriminator)
-    read_only: bool = False
-    deprecated: bool = False
     unsatisfiable: str = ""
 
 
@@ -114,7 +112,7 @@ class Skeleton:
             return CUT
         facts = self._merge(flat)
         for candidate in facts.candidates:
-            if self.fits(candidate, facts):
+            if candidate is not None and self.fits(candidate, facts):
                 return copy.deepcopy(candidate)
         if facts.const is not CUT:
             return facts.const
@@ -124,7 +122,11 @@ class Skeleton:
         return CUT
 
     def facts(self, schema: Any, base: Any) -> Facts:
-        flat, _, _ = self._expand([(schema, base)], ())
+        """What the schema (its refs and allOf members merged) says of its value."""
+        try:
+            flat, _, _ = self._expand([(schema, base)], ())
+        except RecursionError:  # pragma: no cover
+            return Facts()
         return self._merge(flat)
 
     def note(self, text: str) -> None:
@@ -233,8 +235,6 @@ class Skeleton:
             if isinstance(s.get("format"), str) and not f.format:
                 f.format = s["format"]
             f.unique_items = f.unique_items or s.get("uniqueItems") is True
-            f.read_only = f.read_only or s.get("readOnly") is True
-            f.deprecated = f.deprecated or s.get("deprecated") is True
             if f.choice is None:
                 for key in ("oneOf", "anyOf"):
                     if isinstance(s.get(key), list) and s[key]:
@@ -735,7 +735,7 @@ def pattern_example(pattern: str, min_length: int = 0, max_length: int | None = 
             growth = len(_spell(tree, {}, 1, 0)) - len(shortest)
             if growth > 0:
                 spelled.append(_spell(tree, {}, -(-(min_length - len(shortest)) // growth), 0))
-    except (_Unspellable, RecursionError):
+    except (ValueError, RecursionError):  # a construct not spelled, or too long
         pass
     for text in [*reversed(spelled), *_COMMON]:
         if min_length <= len(text) <= min(MAX_STRING, max_length if max_length is not None else MAX_STRING) \
@@ -744,13 +744,9 @@ def pattern_example(pattern: str, min_length: int = 0, max_length: int | None = 
     return None
 
 
-class _Unspellable(Exception):
-    pass
-
-
 def _spell(items, groups: dict, extra: int, depth: int) -> str:
     if depth > 40:
-        raise _Unspellable
+        raise ValueError("not spelled")
     out = []
     for op, av in items:
         if op is sre_const.LITERAL:
@@ -767,7 +763,7 @@ def _spell(items, groups: dict, extra: int, depth: int) -> str:
             low, high, sub = av
             count = low + (extra if high is sre_const.MAXREPEAT or high >= low + extra else high - low)
             if count > MAX_STRING:
-                raise _Unspellable
+                raise ValueError("not spelled")
             piece = _spell(sub, groups, extra, depth + 1)
             out.append(piece * count)
         elif op is sre_const.SUBPATTERN:
@@ -785,9 +781,9 @@ def _spell(items, groups: dict, extra: int, depth: int) -> str:
         elif op is getattr(sre_const, "ATOMIC_GROUP", None):
             out.append(_spell(av, groups, extra, depth + 1))
         else:
-            raise _Unspellable
+            raise ValueError("not spelled")
         if sum(map(len, out)) > MAX_STRING:
-            raise _Unspellable
+            raise ValueError("not spelled")
     return "".join(out)
 
 
@@ -799,7 +795,7 @@ def _one_of(items) -> str:
         for char in _SPARE:
             if not any(_in_class(char, op, av) for op, av in items[1:]):
                 return char
-        raise _Unspellable
+        raise ValueError("not spelled")
     for char in _SPARE:
         if any(_in_class(char, op, av) for op, av in items if op is not sre_const.CATEGORY or av in _CATEGORY_CHARS):
             return char
@@ -815,7 +811,7 @@ def _one_of(items) -> str:
     for op, av in items:
         if op is sre_const.LITERAL:
             return chr(av)
-    raise _Unspellable
+    raise ValueError("not spelled")
 
 
 def _in_class(char: str, op, av) -> bool:

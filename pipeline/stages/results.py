@@ -9,6 +9,8 @@ from typing import Any
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, ConfigDict, Field
 
+from specrag.specs.example_request import ExampleRequest
+
 
 class ContextChunk(BaseModel):
     id: str
@@ -19,6 +21,8 @@ class ContextChunk(BaseModel):
     depth: int = Field(0, description="0 for primary chunks, else the ref hops from the nearest primary")
     referenced_from: str | None = Field(None, description="the chunk whose ref_ids brought this one in")
     compact: bool = Field(False, description="shown in compact form: names and types, no examples or long prose")
+    example_request: ExampleRequest | None = Field(None, description="primary operations: a ready request (curl, raw "
+                                                                     "HTTP) with the spec's examples or placeholders")
 
 
 class Fallback(BaseModel):

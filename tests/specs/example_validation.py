@@ -152,16 +152,12 @@ def _follow(src: SpecSource, value: Any, base: Path) -> tuple[Any, Path]:
     return value, base
 
 
-def _deref(src: SpecSource, value: Any, base: Path) -> tuple[Any, Path]:
-    return _follow(src, value, base)
-
-
 def body_schema(src: SpecSource, operation: Operation, media: str) -> tuple[Any, Path] | None:
     """The schema of the body the recipe chose, found from the spec itself."""
     params = []
     for group, base in ((operation.shared, operation.item_file), (operation.op.get("parameters"), operation.op_file)):
         for p in group if isinstance(group, list) else []:
-            p, where = _deref(src, p, base)
+            p, where = _follow(src, p, base)
             if isinstance(p, dict):
                 params.append((p, where))
     for p, where in params:
@@ -172,7 +168,7 @@ def body_schema(src: SpecSource, operation: Operation, media: str) -> tuple[Any,
         return {"type": "object", "required": [p["name"] for p, _ in form if p.get("required") is True],
                 "properties": {p["name"]: {k: v for k, v in p.items() if k not in ("name", "in", "required")}
                                for p, _ in form}}, form[0][1]
-    body, where = _deref(src, operation.op.get("requestBody"), operation.op_file)
+    body, where = _follow(src, operation.op.get("requestBody"), operation.op_file)
     if isinstance(body, dict) and isinstance(body.get("content"), dict) and media in body["content"]:
         spec = body["content"][media]
         return (spec.get("schema"), where) if isinstance(spec, dict) and "schema" in spec else None

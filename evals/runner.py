@@ -121,7 +121,8 @@ def _score(base: QueryResult, query: EvalQuery, ctx: KnowledgeContext, lookup: C
         expanded_query=stats.expanded_query,
         retrieved=[_retrieved(i, by_id.get(i)) for i in ranked_ids],
         context_ids=context_ids,
-        context_chunk_tokens=[c.n_tokens for c in ctx.chunks],
+        # a primary's example request is charged to it, so the chunks' tokens still sum to the total
+        context_chunk_tokens=[c.n_tokens + (c.example_request.tokens if c.example_request else 0) for c in ctx.chunks],
         n_primary=len(ctx.primary_chunks),
         context_tokens=ctx.total_tokens,
         latency_ms={"total": wall_ms, **stats.timings_ms},

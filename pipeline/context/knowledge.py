@@ -34,23 +34,30 @@ from specrag.specs.models import _json_or, decoded_metadata
 __all__ = ["API_ID", "CONTEXT_SCHEMA_VERSION", "ContextChunk", "CutRef", "Fallback", "KnowledgeContext", "LLMCall",
            "RetrievalStats", "output_metadata"]
 
-CONTEXT_SCHEMA_VERSION = 3  # 2: signature_chunks; 3: truncated means any cut, truncated_reason, no JSON text
+CONTEXT_SCHEMA_VERSION = 4  # 2: signature_chunks; 3: truncated means any cut, truncated_reason, no JSON text;
+# 4: primary operations carry example_request
 API_ID = "api"
 _STORED_API_ID = "source_file"
 # stored as JSON text beside specs.models.JSON_TEXT_FIELDS (tags, ref_ids, referenced_by): Chunk.metadata()
 _MORE_JSON_TEXT_FIELDS: dict[str, type] = {"base_urls": list, "auth": list, "params": list, "producers": list,
                                            "produces": list}
+_NOT_SHOWN = ("request",)  # the recipe of an operation's example request: shown as ``example_request``
 
 
 def output_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """Chunk metadata as callers read it: ``api`` for the API id, every JSON-text field decoded."""
-    out = decoded_metadata(metadata)
+    out = {k: v for k, v in decoded_metadata(metadata).items() if k not in _NOT_SHOWN}
     for key, kind in _MORE_JSON_TEXT_FIELDS.items():
         if key in out:
             out[key] = _json_or(out[key], kind(), kind)
     stored = out.pop(_STORED_API_ID, None)
     api = out.pop(API_ID, stored)
     return out if api is None else {API_ID: api, **out}
+
+
+def example_tokens(chunks: list[ContextChunk]) -> int:
+    """The tokens the chunks' example requests add to a context."""
+    return sum(c.example_request.tokens for c in chunks if c.example_request is not None)
 
 
 class RetrievalStats(BaseModel):
@@ -128,11 +135,13 @@ class KnowledgeContext(BaseModel):
     def assemble(cls, query: str, expansion: ReferenceExpansion, signatures: list[ContextChunk] = (),
                  stats: RetrievalStats | None = None) -> "KnowledgeContext":
         """The context of a reference expansion and the signatures added in the budget it left
-        (the engine's, and the eval baselines' built the same way)."""
+        (the engine's, and the eval baselines' built the same way). The primaries' example
+        requests count in ``total_tokens``."""
         signatures = list(signatures)
         return cls(query=query, primary_chunks=list(expansion.primary), signature_chunks=signatures,
                    referenced_chunks=list(expansion.referenced),
-                   total_tokens=expansion.total_tokens + sum(c.n_tokens for c in signatures),
+                   total_tokens=expansion.total_tokens + example_tokens(expansion.primary)
+                   + sum(c.n_tokens for c in signatures),
                    retrieval_stats=stats or RetrievalStats())
 
     def __eq__(self, other: object) -> bool:

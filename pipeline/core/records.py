@@ -10,6 +10,35 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class ExampleParam(BaseModel):
+    name: str
+    location: str
+    value: str
+    placeholder: bool = False
+
+
+class ExampleRequest(BaseModel):
+    """A ready request for one operation: placeholders in ``<...>`` and path ``{...}`` are the
+    caller's to fill (credentials, ids the spec gives no example for)."""
+
+    method: str
+    url: str = Field(description="base URL + path (path parameters filled or left as {name}) + query")
+    base_url: str = Field(description="the operation's preferred base URL; https://<host> when the spec has none")
+    path: str = Field(description="the path with its parameters filled")
+    headers: dict[str, str] = Field(default_factory=dict)
+    params: list[ExampleParam] = Field(default_factory=list, description="the required parameters and their values")
+    optional_params: int = Field(0, description="optional parameters left out of the example")
+    media_type: str = ""
+    body: Any = Field(None, description="the body sent (JSON; form fields as an object); null without one")
+    curl: str
+    http: str = Field(description="the raw HTTP/1.1 request")
+    auth: list[str] = Field(default_factory=list, description="the accepted ways to authenticate (the first is shown)")
+    auth_declared_only: list[str] = Field(default_factory=list,
+                                          description="security schemes the spec declares but this operation does not apply")
+    notes: list[str] = Field(default_factory=list)
+    tokens: int = Field(0, description="cl100k tokens of the example as a context shows it (curl and notes)")
+
+
 class ContextChunk(BaseModel):
     id: str
     text: str
@@ -19,6 +48,8 @@ class ContextChunk(BaseModel):
     depth: int = Field(0, description="0 for primary chunks, else the ref hops from the nearest primary")
     referenced_from: str | None = Field(None, description="the chunk whose ref_ids brought this one in")
     compact: bool = Field(False, description="shown in compact form: names and types, no examples or long prose")
+    example_request: ExampleRequest | None = Field(None, description="primary operations: a ready request (curl, raw "
+                                                                     "HTTP) with the spec's examples or placeholders")
 
 
 class Fallback(BaseModel):

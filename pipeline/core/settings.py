@@ -168,6 +168,10 @@ class Settings(BaseSettings):
     compact_references: bool = Field(True, validation_alias=_env("CONTEXT_COMPACT_REFERENCES"),
                                      description="referenced components as property names and types (primaries stay "
                                                  "full)")
+    context_example_requests: bool = Field(True, validation_alias=_env("CONTEXT_EXAMPLE_REQUESTS"),
+                                           description="each primary operation comes with a ready request (curl and "
+                                                       "raw HTTP: base URL, auth, required parameters, a minimal "
+                                                       "valid body); its tokens count in the budget")
     closure_first: bool = Field(True, validation_alias=_env("CONTEXT_CLOSURE_FIRST"),
                                 description="after the best hit, a hit enters the context only with its whole "
                                             "closure (else it is listed in `primaries_cut`); false: every primary "

@@ -10,6 +10,7 @@ import re
 from collections import Counter
 
 from specrag.context.knowledge import ContextChunk, KnowledgeContext
+from specrag.specs.example_request import example_text
 
 
 def render_markdown(ctx: KnowledgeContext) -> str:
@@ -56,7 +57,11 @@ def chunk_block(chunk: ContextChunk, prefix: str = "") -> list[str]:
     facts = [f"{chunk.n_tokens} tokens"]
     if chunk.score is not None:
         facts.insert(0, f"score {chunk.score:.4g}")
-    return [f"### {prefix}`{chunk.id}` — {describe(chunk)}", " · ".join(facts), "", *fenced(chunk.text), ""]
+    lines = [f"### {prefix}`{chunk.id}` — {describe(chunk)}", " · ".join(facts), "", *fenced(chunk.text), ""]
+    if chunk.example_request is not None:
+        lines += [f"Example request ({chunk.example_request.tokens} tokens; fill the <...> and {{...}} placeholders):",
+                  "", *fenced(example_text(chunk.example_request), "bash"), ""]
+    return lines
 
 
 def fenced(text: str, lang: str = "yaml") -> list[str]:

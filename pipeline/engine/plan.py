@@ -57,6 +57,9 @@ class ParamBinding(BaseModel):
 class PlanStep(BaseModel):
     step: int
     chunk_id: str
+    api: str = Field("", description="the API id (spec file id) the operation belongs to")
+    base_url: str = Field("", description="where the operation is called (its preferred server); '' when the spec "
+                                          "names none")
     method: str
     path: str
     operation_id: str = ""
@@ -247,7 +250,9 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
     for number, (cid, part) in enumerate(calls, 1):
         chunk = chunks[cid]
         expansion = expander.follow_references([NodeWithScore(node=chunk_to_node(chunk), score=None)])
-        plan.steps.append(PlanStep(step=number, chunk_id=cid, method=chunk.method, path=chunk.path,
+        plan.steps.append(PlanStep(step=number, chunk_id=cid, api=chunk.file_id,
+                                   base_url=chunk.base_urls[0] if chunk.base_urls else "",
+                                   method=chunk.method, path=chunk.path,
                                    operation_id=chunk.operation_id,
                                    reason=f"answers: {part}" if part else "answers the question",
                                    bindings=bindings(chunk, order[: number - 1], own),
@@ -272,6 +277,8 @@ def render_plan(plan: Plan) -> str:
     lines = [f"Plan for: {plan.question}", ""]
     for step in plan.steps:
         lines.append(f"{step.step}. {step.method} {step.path}" + (f"  ({step.operation_id})" if step.operation_id else ""))
+        if step.api:
+            lines.append(f"   api: {step.api}" + (f" at {step.base_url}" if step.base_url else ""))
         lines.append(f"   why: {step.reason}")
         for b in step.bindings:
             lines.append(f"   {b.param} ({b.location}) <- " + (f"step {b.from_step}: {b.label}" if b.from_step else b.label))

@@ -23,7 +23,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from specrag.context.knowledge import KnowledgeContext, RetrievalStats
+from specrag.context.knowledge import KnowledgeContext, RetrievalStats, example_tokens
 from specrag.context.nodes import context_node
 from specrag.core.deadline import deadline_scope
 from specrag.core.errors import SpecragError
@@ -38,9 +38,11 @@ from specrag.core.records import (
     SynthesisResult,
 )
 from specrag.core.settings import Settings
+from specrag.core.tokens import count_tokens
 from specrag.engine.agentic.decompose import Decomposer
 from specrag.engine.graph_queries import DepsReport, GraphQueries, ImpactReport
 from specrag.engine.markdown import render_markdown
+from specrag.specs.example_request import example_from_metadata
 from specrag.specs.models import ChunkLookup
 from specrag.stages.events import StageEndEvent, dispatcher, emit
 from specrag.stages.protocols import ApiSelector, QueryExpander
@@ -168,8 +170,10 @@ class ApiQueryEngine(CustomQueryEngine):
         refs = self._done(nodes.expansion, "refs")
         t = time.perf_counter()
         stats = retrieval_stats(warnings, selection, expansion, search, refs)
+        if self.settings.context_example_requests:
+            _add_examples(refs, self.references.token_limit, stats)
         ranked = [n.node.node_id for n in search.nodes] + search.further
-        signatures = (self.signatures.signatures(ranked, refs, selection.selected_apis)
+        signatures = (self.signatures.signatures(ranked, refs, selection.selected_apis, example_tokens(refs.primary))
                       if self.signatures is not None else [])
         ctx = KnowledgeContext.assemble(query, refs, signatures, stats).with_search(search)
         stats.timings_ms["assemble"] = elapsed_ms(t)
@@ -212,6 +216,23 @@ class ApiQueryEngine(CustomQueryEngine):
         if len(query) <= MAX_QUERY_CHARS:
             return query, []
         return query[:MAX_QUERY_CHARS], [f"query longer than {MAX_QUERY_CHARS} characters: kept the first {MAX_QUERY_CHARS}"]
+
+
+def _add_examples(refs: ReferenceExpansion, token_limit: int, stats: RetrievalStats) -> None:
+    """Each primary operation's example request, from the recipe its chunk stores (none for an
+    index built before recipes), in the budget the reference expansion left: its tokens count in
+    the context, before the signatures' share. One that does not fit is left out, with a warning;
+    the expansion itself is never changed for it."""
+    left = token_limit - refs.total_tokens
+    for chunk in refs.primary:
+        example = example_from_metadata(chunk.metadata, count_tokens) if chunk.example_request is None else None
+        if example is None:
+            continue
+        if example.tokens > left:
+            stats.warnings.append(f"the example request of {chunk.id} ({example.tokens} tokens) did not fit the "
+                                  f"token budget")
+            continue
+        chunk.example_request, left = example, left - example.tokens
 
 
 def _unexpanded(query: str) -> QueryExpansion:

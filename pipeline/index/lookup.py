@@ -20,7 +20,9 @@ from specrag.catalog.io import ApiIndexes, load_api_indexes, load_catalog
 from specrag.catalog.models import ApiIndex, Catalog, CatalogEntry
 from specrag.core.errors import SpecragError
 from specrag.core.ids import ERRORS_SUFFIX, base_chunk_id, errors_chunk_id, operation_chunk_id, parse_operation_id
-from specrag.core.tokens import truncate_tokens
+from specrag.core.records import ExampleRequest
+from specrag.core.tokens import count_tokens, truncate_tokens
+from specrag.specs.example_request import example_from_fields
 from specrag.specs.models import Chunk
 
 OPERATION_NAMES_CACHE = 64
@@ -84,6 +86,11 @@ class SpecElement(BaseModel):
 
 class OperationDetail(SpecElement):
     errors: SpecElement | None = Field(None, description="the operation's 4xx/5xx/default responses")
+    base_urls: list[str] = Field(default_factory=list, description="where it is called, preferred first")
+    auth: list[str] = Field(default_factory=list, description="the accepted ways to authenticate")
+    example_request: ExampleRequest | None = Field(None, description="a ready request: curl and raw HTTP with the base "
+                                                                     "URL, auth, required parameters and a minimal "
+                                                                     "valid body (null for an index built before them)")
 
 
 def operation_names(store, file_id: str) -> dict[str, str]:
@@ -165,6 +172,10 @@ def get_operation(kb: LookupSource, api: str, operation: str, max_tokens: int | 
     errors = kb.store.get_chunks([errors_chunk_id(chunk_id)]).get(errors_chunk_id(chunk_id))
     detail = OperationDetail(**_element(kb, chunk, max_tokens).model_dump())
     detail.errors = _element(kb, errors, max_tokens) if errors else None
+    detail.base_urls, detail.auth = list(chunk.base_urls), list(chunk.auth)
+    detail.example_request = example_from_fields(
+        chunk.method, chunk.path, chunk.base_urls, chunk.auth,
+        chunk.request.model_dump() if chunk.request is not None else None, count_tokens)
     return detail
 
 

@@ -117,7 +117,7 @@ def get_context(kb: KnowledgeBase, query: str, apis: list[str] | None = None,
         truncated_reason=stats.truncated_reason or (CUT_REASON if fitted.cut else None),
         chunks=[ContextChunkView(id=c.id, api=str(c.metadata.get(API_ID, "")), depth=c.depth,
                                  referenced_from=c.referenced_from, tokens=c.n_tokens, text=c.text,
-                                 signature=c.id in signature_ids)
+                                 signature=c.id in signature_ids, example_request=c.example_request)
                 for c in found.chunks],
         refs_cut=stats.refs_cut, refs_missing=stats.refs_missing, primaries_cut=stats.primaries_cut)
     return answered(result, fitted)

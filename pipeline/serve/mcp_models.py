@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 from specrag.core.api_models import KB_ID, KB_ID_OPTIONAL
-from specrag.core.records import CutRef
+from specrag.core.records import CutRef, ExampleRequest
 from specrag.index.lookup import ApiSummary, OperationDetail, SpecElement
 from specrag.serve.budget import TOKEN_BUDGET_MAX, TOKEN_BUDGET_MIN
 
@@ -72,6 +72,8 @@ class ContextChunkView(BaseModel):
     text: str
     signature: bool = Field(False, description="a ranked operation shown as its signature: its references are "
                                                "not in the context (get_operation has it in full)")
+    example_request: ExampleRequest | None = Field(None, description="primary operations: a ready request (curl, "
+                                                                     "raw HTTP)")
 
 
 class ContextResult(Budgeted):
@@ -84,8 +86,8 @@ class ContextResult(Budgeted):
     refs_missing: list[str] = Field(default_factory=list, description="references the index does not hold")
     primaries_cut: list[str] = Field(default_factory=list, description="ranked operations left out: their "
                                                                       "closure did not fit the budget")
-    context_tokens: int = Field(0, description="cl100k tokens of the chunks' texts (the CLI's and the HTTP "
-                                               "context's total_tokens)")
+    context_tokens: int = Field(0, description="cl100k tokens of the chunks' texts and the primaries' example "
+                                               "requests (the CLI's and the HTTP context's total_tokens)")
     token_budget: int = Field(0, description="the budget the answer's text was held to")
     truncated_reason: str | None = Field(None, description="timeout, else the first limit hit (depth, max_chunks, "
                                                            "token_limit, closure_budget), else token_budget (the "

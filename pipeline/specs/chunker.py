@@ -23,6 +23,7 @@ from specrag.graph.links import StatedLink, stated_links
 from specrag.graph.models import ApiGraph, OperationDeps
 from specrag.specs import servers, text
 from specrag.specs.compact import compact_component
+from specrag.specs.example_request import RequestRecipe, build_recipe, source_resolver
 from specrag.specs.loader import Resolved, SpecSource, Unresolved, spec_format
 from specrag.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 from specrag.specs.render import strip_markdown
@@ -33,8 +34,9 @@ logger = logging.getLogger(__name__)
 # 4: one identifier splitter; 5: webhooks, path-item cycles, suffix-safe ids;
 # 6: operation chunks carry params and producers (the dependency graph); 7: base URL, auth, compact text;
 # 8: an operation's search text names the fields it returns; 9: a bare id outside the path (``?ids=``)
-# is of the collection the request addresses
-CHUNKER_VERSION = "9"
+# is of the collection the request addresses; 10: operations carry their example request's recipe and
+# name the security schemes declared but not applied, compact schemas keep examples
+CHUNKER_VERSION = "10"
 SWAGGER_SECTIONS = {"definitions": "schemas", "parameters": "parameters", "responses": "responses",
                     "securityDefinitions": "securitySchemes"}
 MAX_REF_HOPS = 8  # a path item or operation that is a $ref to a $ref ... (multi-file specs)
@@ -75,6 +77,7 @@ class SpecChunker:
         self.operation_ids: dict[str, str] = {}
         self._graph_refs: dict[tuple[str, Path], tuple | None] = {}
         self._body_walks: dict[tuple, list] = {}
+        self._example_resolve = source_resolver(source.resolve)
 
     # ---- phase 1: where the chunks are ------------------------------------------------------
     def _register(self, frag: Fragment, tokens: tuple[str, ...]) -> None:
@@ -228,8 +231,10 @@ class SpecChunker:
         head = f"# {where}" + (f"  (operationId: {frag.name})" if frag.name else "")
         urls = [] if webhook else servers.base_urls(self.doc, frag.extra["path_item"], frag.value)
         auth = servers.auth_requirements(self.doc, frag.value)
+        recipe = None if webhook else self._recipe(frag, shared)
+        declared = recipe.declared_only if recipe is not None else []
         head += "".join(f"\n# {label}: {' | '.join(values)}" for label, values in
-                        (("base URL", urls), ("auth", auth)) if values)
+                        (("base URL", urls), ("auth", auth), ("auth declared, not applied here", declared)) if values)
         if errors:
             err_id = ids.errors_chunk_id(frag.id)
             refs.setdefault(err_id, []).append("responses")
@@ -242,8 +247,17 @@ class SpecChunker:
             head += f"\n# error responses ({', '.join(errors)}): see {err_id}"
         endpoint = self._chunk(frag, head + "\n" + to_yaml(op), refs,
                                **_labelled(webhook, text.operation_texts(frag.method, frag.path, op)), op=op)
-        out.insert(0, endpoint.model_copy(update={"base_urls": urls, "auth": auth}))
+        out.insert(0, endpoint.model_copy(update={"base_urls": urls, "auth": auth, "request": recipe}))
         return out
+
+    def _recipe(self, frag: Fragment, shared: list) -> RequestRecipe | None:
+        """The operation's example request recipe; a failure costs the example, never the API."""
+        try:
+            return build_recipe(self.doc, frag.value, shared, frag.file, frag.extra["item_file"], self.src.entry,
+                                self._example_resolve)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            logger.warning("%s: no example request for %s (%s: %s)", self.file_id, frag.id, type(exc).__name__, exc)
+            return None
 
     def _record_deps(self, frag: Fragment, shared: list) -> None:
         """What the operation consumes and produces, for the graph built once all are read.

@@ -1,18 +1,28 @@
 """The compact rendering of a component: every property name and type, one line each, without
-examples or long prose. A referenced schema is read to build a call, and its YAML (examples,
-xml hints, full descriptions) is two to four times longer than what that needs; the compact form
-lets an operation's whole reference closure fit the context budget. Primaries keep their full text.
+long prose. A referenced schema is read to build a call, and its YAML (examples, xml hints, full
+descriptions) is two to four times longer than what that needs; the compact form lets an
+operation's whole reference closure fit the context budget. Primaries keep their full text.
+What a caller needs to fill a value stays: enum values, a short scalar ``example`` or ``default``,
+and a description's first sentence cut after its example ("alpha-2 code, e.g. DE"), not at the
+abbreviation that introduces it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from specrag.specs.render import first_sentence, strip_markdown
+from specrag.specs.render import strip_markdown
 
 MAX_NESTING = 8  # inline objects deeper than this are named, not expanded
 MAX_ENUM = 8
 NOTE_CHARS = 60
+EXAMPLE_CHARS = 40  # a note's example ("e.g. DE") past NOTE_CHARS, a scalar example or default this long at most
+# a sentence ends at . ! ? and a space, unless the word before is an abbreviation ("e.g.", "i.e.",
+# "etc.") or one letter ("U.S.")
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\beg)(?<!\bie)(?<!\betc)(?<!\bvs)(?<!\bcf)(?<!\bex)"
+                           r"(?<!\bincl)(?<!\bapprox)(?<!\bno)(?<!\b[A-Za-z])[.!?]\s", re.IGNORECASE)
+_EXAMPLE_CUE = re.compile(r"\b(?:e\.g\.|eg\.|for example|for instance|such as|like|ex\.|example:)\s*", re.IGNORECASE)
 _SCHEMA_KINDS = {"schemas", "definitions"}
 
 
@@ -125,5 +135,33 @@ def _type(schema: Any) -> str:
 
 def _note(value: dict) -> str:
     text = value.get("description") or value.get("title") if isinstance(value, dict) else ""
-    note = first_sentence(strip_markdown(text), NOTE_CHARS) if isinstance(text, str) and text else ""
+    note = note_sentence(strip_markdown(text)) if isinstance(text, str) and text else ""
+    shown = _shown_values(value, note) if isinstance(value, dict) else ""
+    note = "; ".join(x for x in (note, shown) if x)
     return f" — {note}" if note else ""
+
+
+def note_sentence(text: str) -> str:
+    """The first sentence, at most NOTE_CHARS, but an example it gives ("e.g. DE") is kept whole
+    (up to EXAMPLE_CHARS more) rather than cut off."""
+    match = _SENTENCE_END.search(text)
+    sentence = (text[: match.start() + 1] if match else text).strip()
+    if len(sentence) <= NOTE_CHARS:
+        return sentence
+    cue = _EXAMPLE_CUE.search(sentence)
+    if cue and cue.start() < NOTE_CHARS + EXAMPLE_CHARS and len(sentence) - cue.start() <= EXAMPLE_CHARS + 12:
+        return sentence[: NOTE_CHARS + EXAMPLE_CHARS + 12]
+    return sentence[:NOTE_CHARS]
+
+
+def _shown_values(schema: dict, note: str) -> str:
+    """A short scalar example and default, unless the note already says them."""
+    shown = []
+    for key, label in (("example", "example"), ("x-example", "example"), ("default", "default")):
+        value = schema.get(key)
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        if isinstance(value, (str, int, float)) and str(value).strip() and len(str(value)) <= EXAMPLE_CHARS \
+                and str(value) not in note and not any(s.startswith(label) for s in shown):
+            shown.append(f"{label} {' '.join(str(value).split())}")
+    return ", ".join(shown)

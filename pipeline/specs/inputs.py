@@ -16,7 +16,6 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
-
 from specrag.core.errors import CorpusError, SpecError
 from specrag.core.settings import Settings
 from specrag.specs.files import decode_text, read_regular_file

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, field_validator
 from specrag.graph.models import ApiGraph, DependencyEdge, ParamNeed
+from specrag.specs.example_request import RequestRecipe
 from specrag.specs.files import safe_text
 
 
@@ -52,6 +53,7 @@ class Chunk(BaseModel):
     producers: list[DependencyEdge] = Field(default_factory=list,
                                             description="operations: who can fill each id parameter, best first")
     produces: list[str] = Field(default_factory=list, description="operations: resource types whose ids it returns")
+    request: RequestRecipe | None = Field(None, description="operations: what their example request is built from")
 
     def metadata(self) -> dict[str, str | int | float | bool]:
         """Flat metadata, as Chroma accepts it; ``ref_ids``/``referenced_by``/``tags`` are JSON."""
@@ -75,6 +77,7 @@ class Chunk(BaseModel):
             "params": json.dumps([p.model_dump(mode="json") for p in self.params]),
             "producers": json.dumps([e.model_dump(mode="json", exclude={"consumer"}) for e in self.producers]),
             "produces": json.dumps(self.produces),
+            "request": self.request.model_dump_json(exclude_defaults=True) if self.request is not None else "",
         }
 
     @classmethod
@@ -104,6 +107,7 @@ class Chunk(BaseModel):
             params=decode_params(metadata.get("params")),
             producers=decode_producers(chunk_id, metadata.get("producers")),
             produces=[str(r) for r in _json_or(metadata.get("produces"), [], list)],
+            request=decode_request(metadata.get("request")),
         )
 
 
@@ -142,6 +146,12 @@ def decode_producers(consumer: str, raw: Any) -> list[DependencyEdge]:
     """Stored ``producers`` metadata of operation ``consumer``; malformed entries are dropped."""
     items = [{**item, "consumer": consumer} for item in _json_or(raw, [], list) if isinstance(item, dict)]
     return [e for item in items if (e := _valid(DependencyEdge, item)) is not None]
+
+
+def decode_request(raw: Any) -> RequestRecipe | None:
+    """Stored ``request`` metadata; missing (an index built before it) or malformed is None."""
+    value = _json_or(raw, None, dict)
+    return _valid(RequestRecipe, value) if value is not None else None
 
 
 def _valid(model: type[BaseModel], item: Any) -> Any:

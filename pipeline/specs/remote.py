@@ -34,12 +34,11 @@ from urllib.parse import unquote, urljoin, urlsplit
 import httpx
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from specrag.core.atomic import write_atomic
 from specrag.core.errors import SpecError
+from specrag.core.ids import pointer_to_tokens
 from specrag.core.settings import Settings
 from specrag.specs.files import decode_text, read_regular_file
-from specrag.core.ids import pointer_to_tokens
 from specrag.specs.limits import ParseBudget, SpecLimits
 from specrag.specs.loader import MAX_REF_CHARS, SPEC_SUFFIXES, walk_pointer
 from specrag.specs.parse import one_line, parse_text

@@ -74,6 +74,23 @@ def auth_requirements(doc: dict, op: dict) -> list[str]:
     return [_short(line) for line in dict.fromkeys(lines)]
 
 
+def declared_only(doc: dict, op: dict) -> list[str]:
+    """The security schemes the spec declares that no requirement of the operation names (an
+    OAuth2 scheme declared beside the API key every operation asks for): a reader sees that the
+    spec offers them, and that this call does not ask for them."""
+    security = op.get("security") if "security" in op else doc.get("security")
+    applied = {str(name) for req in security if isinstance(req, dict) for name in req} \
+        if isinstance(security, list) else set()
+    rest = [(str(name), scheme) for name, scheme in _security_schemes(doc).items() if str(name) not in applied]
+    lines = [_short(_describe(name, scheme, None)) for name, scheme in rest[:MAX_URLS]]
+    return lines + ([f"+{len(rest) - MAX_URLS} more"] if len(rest) > MAX_URLS else [])
+
+
+def security_schemes(doc: dict) -> dict[str, Any]:
+    """The spec's declared security schemes by name (Swagger 2 or OpenAPI 3)."""
+    return _security_schemes(doc)
+
+
 def _security_schemes(doc: dict) -> dict[str, Any]:
     if "swagger" in doc:
         found = doc.get("securityDefinitions")

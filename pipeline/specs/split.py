@@ -27,7 +27,7 @@ def split_chunk(chunk: Chunk, max_tokens: int, count: Callable[[str], int]) -> l
             "ref_ids": dict(chunk.ref_ids) if i == 1 else {},
             # model_copy is shallow: give each part its own lists, or links leak between parts
             "referenced_by": list(chunk.referenced_by), "tags": list(chunk.tags),
-        } | ({} if i == 1 else {"compact_text": "", "compact_tokens": 0})))  # part 1 speaks for the whole
+        } | ({} if i == 1 else {"compact_text": "", "compact_tokens": 0, "request": None})))  # part 1 speaks for the whole
     for i in range(2, total + 1):
         parts[0].ref_ids[part_chunk_id(chunk.id, i)] = [f"part{i}"]
     return parts

@@ -38,13 +38,14 @@ class SignatureTier(BaseModel):
                    other_api_limit=settings.context_other_api_signatures)
 
     def signatures(self, ranked_ids: list[str], expansion: ReferenceExpansion,
-                   selected_apis: Sequence[str] = ()) -> list[ContextChunk]:
+                   selected_apis: Sequence[str] = (), spent: int = 0) -> list[ContextChunk]:
         """One signature per operation among the first ``depth`` of ``ranked_ids`` that is not in
         the context already, in rank order, while the context stays within ``token_limit``. When
         stage 1 selected APIs, at most ``other_api_limit`` signatures go to APIs neither selected
         nor among the primaries, the best ranked: the search fuses the whole fleet in, and its hits
         would otherwise fill the tier, but the best of them is what a fleet-wide search offers when
-        stage 1 picked wrong."""
+        stage 1 picked wrong. ``spent``: tokens the context holds beside the expansion's (the
+        primaries' example requests)."""
         present = {c.id for c in (*expansion.primary, *expansion.referenced)}
         wanted = [cid for cid in dict.fromkeys(ranked_ids[: self.depth])
                   if cid not in present and operation_method(cid) is not None and not cid.endswith(ERRORS_SUFFIX)]
@@ -56,7 +57,7 @@ class SignatureTier(BaseModel):
         if not wanted:
             return []
         chunks = self.lookup.get_chunks(wanted)
-        left, out = self.token_limit - expansion.total_tokens, []
+        left, out = self.token_limit - expansion.total_tokens - spent, []
         for cid in wanted:
             chunk = chunks.get(cid)
             text = operation_signature(chunk) if chunk is not None else ""

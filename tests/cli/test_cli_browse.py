@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-
 DEMO_APIS = [
     {"api": "petstore_v2", "title": "Pet Store", "version": "2.0.0", "operations": 6,
      "base_urls": ["https://petstore.example.com/v2"]},

@@ -22,13 +22,15 @@ def _query_json(demo_data, question: str) -> dict:
 
 def test_query_json_metadata_has_real_lists_and_the_api_id(demo_data):
     ctx = _query_json(demo_data, "How do I create a user?")
-    assert ctx["schema_version"] == CONTEXT_SCHEMA_VERSION == 3
+    assert ctx["schema_version"] == CONTEXT_SCHEMA_VERSION == 4
     first = ctx["primary_chunks"][0]
     meta = first["metadata"]
     assert meta["api"] == "users_api" and "source_file" not in meta
     assert meta["tags"] == ["users"]
     assert isinstance(meta["referenced_by"], list)
     assert "users_api:components/schemas/UserCreate" in meta["ref_ids"]  # chunk id -> where it is referenced
+    assert first["example_request"]["curl"].startswith("curl -X POST 'https://api.example.com/v1/users'")
+    assert "request" not in meta  # the stored recipe, shown as example_request
     assert all(isinstance(v, list) for v in meta["ref_ids"].values())
     for chunk in ctx["referenced_chunks"]:
         assert isinstance(chunk["metadata"]["referenced_by"], list) and chunk["metadata"]["api"] == "users_api"

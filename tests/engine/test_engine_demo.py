@@ -26,7 +26,29 @@ def test_create_user_context_has_endpoint_schemas_and_errors(demo_engine):
     depths = {c.id: c.depth for c in ctx.referenced_chunks}
     assert depths[f"{USERS}:components/schemas/Country"] == 3  # User -> Address -> Country
     assert ctx.retrieval_stats.selected_apis[0] == USERS
-    assert ctx.total_tokens == sum(c.n_tokens for c in ctx.chunks)
+    example = ctx.primary_chunks[0].example_request
+    assert ctx.total_tokens == sum(c.n_tokens for c in ctx.chunks) + example.tokens
+
+
+def test_the_primary_operation_comes_with_its_example_request(demo_engine):
+    ctx = demo_engine.retrieve_context("How do I create a user?")
+    example = ctx.primary_chunks[0].example_request
+    assert example.curl.startswith("curl -X POST 'https://api.example.com/v1/users' \\\n  -H 'Authorization: Bearer <token>'")
+    assert example.http.startswith("POST /v1/users HTTP/1.1\nHost: api.example.com\n")
+    assert set(example.body) == {"name", "email", "address"} and example.auth == ["bearerAuth (HTTP bearer)"]
+    assert all(c.example_request is None for c in (*ctx.signature_chunks, *ctx.referenced_chunks))
+    assert "request" not in ctx.primary_chunks[0].metadata  # the stored recipe is shown as example_request
+    text = demo_engine.query("How do I create a user?").response
+    assert f"Example request ({example.tokens} tokens; fill the <...> and {{...}} placeholders):" in text
+    assert example.curl in text
+    off = demo_engine.model_copy(update={"settings": demo_engine.settings.model_copy(
+        update={"context_example_requests": False})}).retrieve_context("How do I create a user?")
+    assert off.primary_chunks[0].example_request is None
+    assert off.total_tokens == sum(c.n_tokens for c in off.chunks)
+    tight = demo_engine.model_copy(update={"references": demo_engine.references.model_copy(update={"token_limit": 200})})
+    small = tight.retrieve_context("How do I create a user?")  # the operation (154 tokens) alone nearly fills it
+    assert small.primary_chunks[0].example_request is None
+    assert any("example request" in w and "did not fit" in w for w in small.retrieval_stats.warnings)
 
 
 def test_offline_stats_name_the_fallbacks_and_every_stage_time(demo_engine):

@@ -106,11 +106,13 @@ def test_plan_command_orders_the_calls_and_binds_the_parameters(demo_cli, capsys
     assert (binding["param"], binding["source"], binding["from_step"]) == ("userId", "step", 1)
     assert binding["label"].endswith("-> {userId}") and binding["label"].startswith(f"{steps[0][0]} /users -> ")
     assert plan["steps"][0]["reason"] == "provides userId for PUT /users/{userId}"
+    assert {(s["api"], s["base_url"]) for s in plan["steps"]} == {("users_api", "https://api.example.com/v1")}
     assert all(s["context"] and s["tokens"] > 0 for s in plan["steps"])
     assert plan["total_tokens"] == sum(s["tokens"] for s in plan["steps"])
     code, out, _ = demo_cli(capsys, monkeypatch, "plan", "Update the address of a user", "--apis", "users_api")
     assert code == 0 and out.startswith("Plan for: Update the address of a user\n\n1. ")
     assert "   userId (path) <- step 1: " in out
+    assert out.count("   api: users_api at https://api.example.com/v1\n") == 2
 
 
 def test_plan_command_gives_each_request_of_the_question_its_step(demo_cli, capsys, monkeypatch):

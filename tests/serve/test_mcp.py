@@ -44,7 +44,9 @@ async def test_get_context_reports_every_ref_included_or_cut(mcp_server, demo_in
 def _assert_every_ref_included_or_cut(body: dict, store) -> None:
     """The get_context answer for 'create a user': every $ref of every chunk is in it or named as cut."""
     assert body["chunks"][0]["id"] == "users_api:paths/~1users/post"
-    assert body["context_tokens"] == sum(c["tokens"] for c in body["chunks"]) > 0 and body["tokens"] > 0
+    examples = sum(c["example_request"]["tokens"] for c in body["chunks"] if c["example_request"])
+    assert body["chunks"][0]["example_request"]["curl"].startswith("curl -X POST 'https://api.example.com/v1/users'")
+    assert body["context_tokens"] == sum(c["tokens"] for c in body["chunks"]) + examples > 0 and body["tokens"] > 0
     assert body["truncated"] == bool(body["refs_cut"] or body["primaries_cut"])
     ids = {c["id"] for c in body["chunks"]}
     expanded = sorted(c["id"] for c in body["chunks"] if not c["signature"])  # a signature's refs are not followed
@@ -64,6 +66,8 @@ async def test_search_then_describe(mcp_server):
         top = ops["operations"][0]
         op = (await client.call_tool("get_operation", {"api": top["api"], "operation": f"POST {top['path']}"}))
         assert op.structured_content["chunk_id"] == top["chunk_id"] and op.structured_content["truncated"] is False
+        example = op.structured_content["example_request"]  # the pet store's api_key, in its header
+        assert example["headers"]["api_key"] == "<api-key>" and example["body"] == {"name": "doggie", "photoUrls": ["<string>"]}
         whole = (await client.call_tool("get_schema", {"api": "petstore_v2", "name": "Pet"})).structured_content
         schema = (await client.call_tool("get_schema", {"api": "petstore_v2", "name": "Pet", "token_budget": 100}))
     assert whole["truncated"] is False

@@ -46,6 +46,11 @@ async def test_an_operation_by_operation_id_or_method_and_path(client, operation
     assert op["chunk_id"] == "users_api:paths/~1users/post" and op["method"] == "POST" and op["path"] == "/users"
     assert op["errors"]["chunk_id"] == "users_api:paths/~1users/post:errors"
     assert op["tokens"] > 0 and op["truncated"] is False and "users_api:components/schemas/UserCreate" in op["ref_ids"]
+    assert op["base_urls"] == ["https://api.example.com/v1"] and op["auth"] == ["bearerAuth (HTTP bearer)"]
+    example = op["example_request"]
+    assert example["url"] == "https://api.example.com/v1/users" and example["media_type"] == "application/json"
+    assert example["headers"]["Authorization"] == "Bearer <token>" and set(example["body"]) == {"name", "email", "address"}
+    assert example["curl"].startswith("curl -X POST ") and example["http"].startswith("POST /v1/users HTTP/1.1\n")
 
 
 async def test_max_tokens_cuts_and_says_so(client):

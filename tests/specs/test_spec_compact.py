@@ -81,3 +81,16 @@ def test_nested_inline_objects_refs_enums_and_compositions():
         "  - kind: one of [Cat, Dog]",
     ]
     assert compact_component("examples", "E", "components/examples/E", {"value": 1}) == ""
+
+
+def test_a_note_keeps_the_example_its_description_gives_and_scalar_examples_and_defaults():
+    schema = {"type": "object", "properties": {
+        "country": {"type": "string", "description": "ISO 3166-1 alpha-2 code, e.g. DE. Upper case."},
+        "phone": {"type": "string", "description": "The number to send from in E.164 format, for example +15017122661."},
+        "size": {"type": "integer", "description": "Page size (i.e. items per page).", "example": 5, "default": 20},
+        "kind": {"type": "string", "enum": ["a", "b"], "example": "a"}}}
+    lines = compact_component("schemas", "S", "components/schemas/S", schema).splitlines()
+    assert "  - country: string — ISO 3166-1 alpha-2 code, e.g. DE." in lines
+    assert "  - phone: string — The number to send from in E.164 format, for example +15017122661." in lines
+    assert "  - size: integer — Page size (i.e. items per page).; example 5, default 20" in lines
+    assert "  - kind: string enum [a, b] — example a" in lines

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from specrag.core.errors import CorpusError
 from specrag.core.settings import Settings
 from specrag.specs.inputs import expand_inputs, is_url, read_list_file, resolve_inputs, shown_url

@@ -11,15 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-
+from spec_server import SpecServer, endless, redirect, send, slow
 from specrag.core.settings import Settings
 from specrag.specs.ingest import ingest_paths, ingest_spec
 from specrag.specs.inputs import resolve_inputs
 from specrag.specs.limits import SpecLimits
 from specrag.specs.models import ApiChunks
 from specrag.specs.remote import FetchError, RemoteFetcher, assign_stems, url_stem
-
-from spec_server import SpecServer, endless, redirect, send, slow
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

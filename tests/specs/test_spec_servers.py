@@ -71,3 +71,16 @@ def test_endpoint_chunk_carries_base_url_and_auth_in_text_and_metadata(tmp_path)
     again = Chunk.from_metadata(endpoint.id, endpoint.text, endpoint.metadata())
     assert again.base_urls == endpoint.base_urls == ["https://eu.api.example.com/v2", "https://sandbox.example.com"]
     assert again.auth == endpoint.auth
+
+
+def test_schemes_declared_but_not_applied_are_named_as_such():
+    from specrag.specs.servers import declared_only
+
+    assert declared_only(OAS3, {}) == ["bearer (HTTP bearer)", "oauth (OAuth2)"]
+    assert declared_only(OAS3, {"security": [{"bearer": []}, {"key": [], "oauth": ["read"]}]}) == []
+    assert declared_only(OAS3, {"security": []}) == ["key (API key in header 'X-Key')", "bearer (HTTP bearer)",
+                                                     "oauth (OAuth2)"]
+    many = {"openapi": "3.0.0", "components": {"securitySchemes": {f"s{i}": {"type": "http", "scheme": "basic"}
+                                                                   for i in range(7)}}}
+    assert declared_only(many, {}) == [f"s{i} (HTTP basic)" for i in range(4)] + ["+3 more"]
+    assert declared_only({"swagger": "2.0", "securityDefinitions": "x"}, {}) == []

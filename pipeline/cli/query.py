@@ -27,7 +27,7 @@ def query(args: argparse.Namespace, settings: Settings) -> int:
     question = text_argument(args.question)
     _, engine = open_engine(args, settings, args.corpus)
     apis = [a.strip() for a in text_argument(args.apis).split(",") if a.strip()] if args.apis else None
-    if apis is None and engine.synthesizer is not None and engine.settings.synthesize and not args.json:
+    if apis is None and engine.synthesizer is not None and engine.settings.llm.synthesize and not args.json:
         print(engine.query(question).response)
         return 0
     ctx = engine.retrieve_context(question, apis=apis)

@@ -5,8 +5,9 @@ honest figure for sets we do not see.
 
     python -m specrag.evals.loso GRID.json SET.jsonl... --corpus PATH... [--data-dir D] [--metric recall_at_10]
 
-GRID.json is a list of ``{"name": ..., "settings": {field: value, ...}}``; every field is a
-:class:`specrag.core.settings.Settings` field (``api_decay``, ``fleet_weight``, ``selection_weights``...).
+GRID.json is a list of ``{"name": ..., "settings": {field: value, ...}}``; every field is the flat
+name of a :class:`specrag.core.settings.Settings` field (``api_decay``, ``fleet_weight``,
+``selection_weights``...), which ``Settings.model_copy`` puts in its section.
 Prints one JSON line per configuration, then the markdown LOSO table.
 """
 

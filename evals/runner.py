@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 from specrag.context.knowledge import KnowledgeContext
 from specrag.core.ids import operation_chunk_id, parse_operation_id, split_chunk_id
+from specrag.core.settings import Settings
 from specrag.core.versions import package_versions
 from specrag.engine.plan import plan_operations
 from specrag.evals import metrics as m
@@ -254,7 +255,9 @@ def _choice(enum: type[Enum], value: str | Enum) -> Any:
 def _header(run_info: dict, mode: EvalMode, setting: EvalSetting, sets: list[str], prompts: list[str]) -> RunInfo:
     info = dict(run_info)
     settings = info.pop("settings", {}) or {}
-    if isinstance(settings, BaseModel):
+    if isinstance(settings, Settings):  # the run record keeps one flat map, as reports read it
+        settings = settings.flat_dump(mode="json")
+    elif isinstance(settings, BaseModel):
         settings = settings.model_dump(mode="json")
     corpus = [str(p) for p in info.pop("corpus", [])]
     given_sets = [str(p) for p in info.pop("sets", [])]

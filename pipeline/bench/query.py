@@ -55,19 +55,19 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
     # The benchmark measures the offline pipeline: never call an LLM, even when one is configured.
     # Folders are made absolute: the serving child runs in another working folder.
     settings = settings.model_copy(update={
-        "openai_api_key": None, "llm_base_url": None, "data_dir": settings.data_dir.resolve(),
-        "catalog_dir": settings.catalog_dir.resolve() if settings.catalog_dir else None})
+        "openai_api_key": None, "llm_base_url": None, "data_dir": settings.storage.data_dir.resolve(),
+        "catalog_dir": settings.storage.catalog_dir.resolve() if settings.storage.catalog_dir else None})
     tmp, kept, paths = None, "", corpus
     if fresh:  # a fresh build goes in a temporary folder inside the data dir (--data-dir), removed after
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="bench-", dir=settings.data_dir))
+        settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="bench-", dir=settings.storage.data_dir))
         settings = settings.model_copy(update={"data_dir": tmp / "data", "catalog_dir": None, "chroma_host": None})
         paths = copy_corpus(corpus, tmp / "corpus") if reindex and copy else corpus
     try:
         local, run = update_index(settings, paths, progress=progress)
-        build_rss, disk = peak_rss_mb(), disk_mb(local.data_dir)
+        build_rss, disk = peak_rss_mb(), disk_mb(local.storage.data_dir)
         if tmp is not None and keep:
-            kept = str(local.data_dir)
+            kept = str(local.storage.data_dir)
         edit, why = (_reindex(settings, local, paths), "") if fresh and reindex else \
             (None, "--reuse: the corpus is not edited" if not fresh else "not requested")
         served = _serve(local, queries, repeats, warmup, progress, baseline=False)
@@ -96,7 +96,7 @@ def _report(settings, corpus, fresh, repeats, queries, run, served, compared, ed
         chunks_embedded=index["chunks_embedded"], chunks_reused=index.get("chunks_reused", 0),
         build_chunks_per_s=round(chunks / build_s, 1) if build_s else 0.0, embed_seconds=round(index["embed_seconds"], 2),
         embed_chunks_per_s=round(index["chunks_per_s"], 1), search_mode=served.search_mode,
-        embed_model=NO_EMBEDDINGS if settings.embed_model.lower() == NO_EMBEDDINGS else settings.embed_model,
+        embed_model=NO_EMBEDDINGS if settings.embeddings.embed_model.lower() == NO_EMBEDDINGS else settings.embeddings.embed_model,
         queries=len(queries), repeats=repeats, latency_ms=latency, peak_rss_mb_serving=served.peak_rss_mb,
         rss_mb_engine_open=served.rss_open_mb, peak_rss_mb_with_baseline=compared.peak_rss_mb if compared else None,
         peak_rss_mb_build=build_rss, reindex=edit, reindex_unavailable=why, disk_mb=disk,

@@ -43,7 +43,7 @@ def apis(args: argparse.Namespace, settings: Settings) -> int:
 
     local, index = open_index(args, settings, args.corpus)
     try:
-        state = load_sources(local.data_dir)
+        state = load_sources(local.storage.data_dir)
         versions = {r.api.info.file_id: r.api.info.version for r in state.records.values() if r.api} if state else {}
         rows = api_listing(index, versions)
     finally:

@@ -144,7 +144,7 @@ def open_index(args: argparse.Namespace, settings: Settings, corpus: list[Path] 
     from specrag.index.store import ChunkStore
 
     local = corpus_index(args, settings, corpus)
-    return local, IndexLookup(local.data_dir.name, ChunkStore.open(local, embed_model=None))
+    return local, IndexLookup(local.storage.data_dir.name, ChunkStore.open(local, embed_model=None))
 
 
 def format_ingest_report(report) -> str:

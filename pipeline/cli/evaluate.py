@@ -92,13 +92,13 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
             OracleBm25Baseline,
         )
 
-        baselines = [FlatBaseline.build(store, local.data_dir / "baselines"), ChunkFlatBaseline(store)]
+        baselines = [FlatBaseline.build(store, local.storage.data_dir / "baselines"), ChunkFlatBaseline(store)]
         baselines += [OracleBm25Baseline(store)] if args.setting == "oracle" else []
         contexts = ContextAssembler.from_engine(engine)  # each baseline's top hits through our reference expansion
     run = run_eval(queries, engine, store, baselines=baselines, contexts=contexts,
                    mode=args.mode, setting=args.setting, progress=show_progress(args),
                    run_info={"corpus": [str(p) for p in args.corpus], "sets": args.sets, "settings": local,
-                             "prompts_dir": str(local.prompts_dir or DEFAULT_PROMPTS_PACKAGE)})
+                             "prompts_dir": str(local.llm.prompts_dir or DEFAULT_PROMPTS_PACKAGE)})
     out = args.out or Path("runs") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     write_run(run, out)
     if args.json:

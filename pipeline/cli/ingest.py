@@ -66,7 +66,7 @@ def ingest(args: argparse.Namespace, settings: Settings) -> int:
 
     # The chunks live until the command ends: a collection pass over them (~0.7 s) finds nothing.
     with gc_paused():
-        result = ingest_paths(args.paths, settings.chunk_max_tokens, progress=show_progress(args),
+        result = ingest_paths(args.paths, settings.ingest.chunk_max_tokens, progress=show_progress(args),
                               limits=SpecLimits.from_settings(settings), on_api=None if args.no_catalogs else render)
         _merge_fetched(args, result.report)
         if not args.no_catalogs and result.apis:
@@ -94,7 +94,7 @@ def index(args: argparse.Namespace, settings: Settings) -> int:
         print_json(run)
     else:
         print(format_ingest_report(run.ingest))
-        print(f"index {local.data_dir}: {len(idx['apis_added'])} added, {len(idx['apis_updated'])} updated, "
+        print(f"index {local.storage.data_dir}: {len(idx['apis_added'])} added, {len(idx['apis_updated'])} updated, "
               f"{len(idx['apis_unchanged'])} unchanged, {len(idx['apis_removed'])} removed, "
               f"{len(idx['apis_repaired'])} repaired; {idx['chunks_embedded']} chunks embedded "
               f"({idx['chunks_per_s']:.0f}/s), search mode {idx['search_mode']}, {run.seconds:.1f} s")

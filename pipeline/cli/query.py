@@ -26,7 +26,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--apis", help="comma-separated API ids: skip stage 1 and search only these")
     p.add_argument("--token-budget", dest="token_budget", type=TOKEN_BUDGET,
                    help="cl100k tokens the context may hold (default: CONTEXT_TOKEN_LIMIT, 4000)")
-    p.add_argument("--top-k", dest="top_k", type=number_of("specrag.core.settings:Settings", "max_primary_results"),
+    p.add_argument("--top-k", dest="top_k", type=number_of("specrag.core.settings:RetrievalSettings", "max_primary_results"),
                    help="ranked operations the context covers: the first in full with what it references, the "
                         "others as signatures (sets RETRIEVAL_MAX_PRIMARY_RESULTS and CONTEXT_SIGNATURE_DEPTH; "
                         "default: those, 5 and 10)")
@@ -64,7 +64,7 @@ def query(args: argparse.Namespace, settings: Settings) -> int:
     from specrag.engine.markdown import render_markdown
 
     _, engine = open_engine(args, settings, args.corpus, **engine_overrides(args.token_budget, args.top_k))
-    if apis is None and engine.synthesizer is not None and engine.settings.synthesize and not args.json:
+    if apis is None and engine.synthesizer is not None and engine.settings.llm.synthesize and not args.json:
         print(engine.query(question).response)
         return 0
     ctx = engine.retrieve_context(question, apis=apis)

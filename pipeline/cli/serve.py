@@ -24,7 +24,7 @@ _PATH_FIELDS = ("data_dir", "catalog_dir", "env_file")
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="the HTTP retrieval service (FastAPI + uvicorn)")
     _add_server_options(p)
-    p.add_argument("--workers", type=number_of("specrag.core.settings:Settings", "serve_workers"),
+    p.add_argument("--workers", type=number_of("specrag.core.settings:ServingSettings", "serve_workers"),
                    help="processes serving the port, each with its own copy of the index "
                    "(env SPECRAG_SERVE_WORKERS, default 1)")
     p.set_defaults(handler=serve)
@@ -42,7 +42,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="vector")
     p.add_argument("--top-k", dest="top_k", type=number_of("specrag.core.api_models:BasicRetrievalRequest", "top_k"),
                    default=10)
-    p.add_argument("--workers", type=number_of("specrag.core.settings:Settings", "serve_workers"),
+    p.add_argument("--workers", type=number_of("specrag.core.settings:ServingSettings", "serve_workers"),
                    help="worker processes of the service started for the run (default: "
                    "SPECRAG_SERVE_WORKERS); not with --url")
     p.add_argument("--hot-reindex", dest="hot_reindex", type=Path, metavar="CORPUS",
@@ -70,7 +70,7 @@ def _add_server_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kb", action="append", metavar="KB_ID", help="serve an indexed corpus by its folder name "
                    "under <data-dir>/corpora (repeatable)")
     p.add_argument("--host", help="bind address (env SPECRAG_HOST, default 127.0.0.1)")
-    p.add_argument("--port", type=number_of("specrag.core.settings:Settings", "serve_port"),
+    p.add_argument("--port", type=number_of("specrag.core.settings:ServingSettings", "serve_port"),
                    help="port (env SPECRAG_PORT, default 8080)")
     add_common(p)
 
@@ -88,7 +88,7 @@ def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
     from specrag.serve.tracing import install_instrumentation, otel_tracer
 
     configure_json_logging(logging.DEBUG if args.verbose else logging.INFO, queued=True)
-    install_instrumentation(otel_tracer(settings.otel_exporter))
+    install_instrumentation(otel_tracer(settings.serving.otel_exporter))
     return settings, Tenants.open(settings, keys, args.corpus or [], args.kb or [])
 
 
@@ -99,8 +99,8 @@ def _checked(args: argparse.Namespace, settings: Settings, network: bool):
     settings = settings.model_copy(update={k: v for k, v in (("serve_host", args.host), ("serve_port", args.port))
                                            if v is not None})
     keys = ApiKeys.from_settings(settings) if network else ApiKeys([])
-    if network and not keys.configured and not is_loopback(settings.serve_host):
-        raise ServeRefused(f"SPECRAG_HOST={settings.serve_host} is not a loopback address and no API key is "
+    if network and not keys.configured and not is_loopback(settings.serving.serve_host):
+        raise ServeRefused(f"SPECRAG_HOST={settings.serving.serve_host} is not a loopback address and no API key is "
                            "configured: set SPECRAG_API_KEYS_FILE (or SPECRAG_API_KEYS) first, or bind 127.0.0.1")
     return settings, keys
 
@@ -119,8 +119,8 @@ def _uvicorn(app, settings: Settings) -> None:
     On SIGTERM uvicorn stops accepting and lets requests in flight finish (up to the timeout)."""
     import uvicorn
 
-    uvicorn.run(app, host=settings.serve_host, port=settings.serve_port, **_UVICORN_OPTIONS,
-                timeout_graceful_shutdown=settings.shutdown_timeout_s)
+    uvicorn.run(app, host=settings.serving.serve_host, port=settings.serving.serve_port, **_UVICORN_OPTIONS,
+                timeout_graceful_shutdown=settings.serving.shutdown_timeout_s)
 
 
 MAX_HEADER_BYTES = 64 * 1024  # h11's default lets a request's line and headers grow to 16 MiB before a 431
@@ -129,7 +129,7 @@ _UVICORN_OPTIONS = {"log_config": None, "access_log": False, "h11_max_incomplete
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
     settings, tenants = _open(args, settings)
-    workers = args.workers or settings.serve_workers
+    workers = args.workers or settings.serving.serve_workers
     if workers > 1:
         tenants.close()  # opened here once to index --corpus and to fail fast; each worker opens its own
         return _serve_workers(args, settings, workers)
@@ -137,8 +137,8 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     from specrag.serve.graph_wiring import routers
 
     try:
-        _uvicorn(create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
-                            threads=settings.serve_threads, bind_host=settings.serve_host), settings)
+        _uvicorn(create_app(tenants, extra_routers=routers(), reload_interval_s=settings.serving.reload_interval_s,
+                            threads=settings.serving.serve_threads, bind_host=settings.serving.serve_host), settings)
     finally:
         tenants.close()
     return 0
@@ -162,8 +162,8 @@ def _serve_workers(args: argparse.Namespace, settings: Settings, workers: int) -
     metrics_dir = tempfile.mkdtemp(prefix="specrag-metrics-")
     os.environ[MULTIPROCESS_DIR], os.environ[WORKER_ARGS] = metrics_dir, json.dumps(served, default=str)
     try:
-        uvicorn.run("specrag.cli.serve:worker_app", factory=True, workers=workers, host=settings.serve_host,
-                    port=settings.serve_port, **_UVICORN_OPTIONS, timeout_graceful_shutdown=settings.shutdown_timeout_s)
+        uvicorn.run("specrag.cli.serve:worker_app", factory=True, workers=workers, host=settings.serving.serve_host,
+                    port=settings.serving.serve_port, **_UVICORN_OPTIONS, timeout_graceful_shutdown=settings.serving.shutdown_timeout_s)
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
@@ -182,8 +182,8 @@ def worker_app():
     args = argparse.Namespace(corpus=None, **{k: Path(v) if k in _PATH_FIELDS and v else v for k, v in served.items()})
     settings, tenants = _open(args, build_settings(args))
     atexit.register(tenants.close)
-    return create_app(tenants, extra_routers=routers(), reload_interval_s=settings.reload_interval_s,
-                      threads=settings.serve_threads, bind_host=settings.serve_host)
+    return create_app(tenants, extra_routers=routers(), reload_interval_s=settings.serving.reload_interval_s,
+                      threads=settings.serving.serve_threads, bind_host=settings.serving.serve_host)
 
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
@@ -198,7 +198,7 @@ def mcp(args: argparse.Namespace, settings: Settings) -> int:
         if args.transport == "stdio":
             anyio.run(run_stdio, server)  # answers every request, unreadable ones with an error
         else:
-            _uvicorn(streamable_http_app(server, tenants, settings.serve_host), settings)
+            _uvicorn(streamable_http_app(server, tenants, settings.serving.serve_host), settings)
     finally:
         tenants.close()
     return 0
@@ -246,7 +246,7 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     queries = load_queries(args.queries)
     with ExitStack() as stack:
-        kb, hot, server_args = args.kb, None, ["--kb", args.kb or "", "--data-dir", str(settings.data_dir)]
+        kb, hot, server_args = args.kb, None, ["--kb", args.kb or "", "--data-dir", str(settings.storage.data_dir)]
         workers = ["--workers", str(args.workers)] if args.workers else []
         if args.hot_reindex:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="specrag-hot-")))

@@ -61,10 +61,10 @@ def build_llm(settings: Settings) -> LLM | None:
     from llama_index.llms.openai.utils import ALL_AVAILABLE_MODELS
 
     # local servers often need no key, but the SDK insists on one
-    common: dict[str, Any] = dict(model=settings.llm_model, temperature=0.0, max_retries=0,
-                                  timeout=settings.llm_timeout_s, api_base=settings.llm_base_url,
-                                  api_key=settings.openai_api_key or "not-needed")
-    if settings.llm_model in ALL_AVAILABLE_MODELS:
+    common: dict[str, Any] = dict(model=settings.llm.llm_model, temperature=0.0, max_retries=0,
+                                  timeout=settings.llm.llm_timeout_s, api_base=settings.llm.llm_base_url,
+                                  api_key=settings.llm.openai_api_key or "not-needed")
+    if settings.llm.llm_model in ALL_AVAILABLE_MODELS:
         return OpenAI(**common)
     from llama_index.llms.openai_like import OpenAILike
 
@@ -83,9 +83,9 @@ class RetryPolicy(BaseModel):
     @classmethod
     def from_settings(cls, settings: Settings) -> "RetryPolicy":
         # backoff scales with the request timeout, so short-timeout settings (tests) retry fast
-        return cls(max_attempts=max(1, settings.llm_max_attempts), deadline_s=settings.llm_deadline_s,
-                   timeout_s=settings.llm_timeout_s, backoff_initial_s=min(1.0, settings.llm_timeout_s / 4),
-                   backoff_max_s=min(10.0, settings.llm_deadline_s / 4))
+        return cls(max_attempts=max(1, settings.llm.llm_max_attempts), deadline_s=settings.llm.llm_deadline_s,
+                   timeout_s=settings.llm.llm_timeout_s, backoff_initial_s=min(1.0, settings.llm.llm_timeout_s / 4),
+                   backoff_max_s=min(10.0, settings.llm.llm_deadline_s / 4))
 
 
 class _Tally(BaseModel):

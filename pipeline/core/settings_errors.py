@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import annotated_types as at
-from pydantic import AliasChoices, ValidationError
+from pydantic import AliasChoices, BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from specrag.core.errors import SettingsError
 
@@ -45,22 +45,39 @@ def allowed(field: FieldInfo) -> str:
 
 def describe_validation_error(exc: ValidationError, cls: type) -> SettingsError:
     """One line for every bad value: ``VAR='value': expected ...``, joined by ``; ``."""
-    fields: dict[str, tuple[str, FieldInfo]] = {}
-    for name, field in cls.model_fields.items():
-        fields[name] = (name, field)
-        alias = field.validation_alias
-        for choice in alias.choices if isinstance(alias, AliasChoices) else ():
-            fields[str(choice)] = (name, field)
     parts = []
     for error in exc.errors():
-        loc = str(error["loc"][0]) if error["loc"] else ""
-        if loc not in fields:  # a check across fields: its message says everything
+        found = _field_at(cls, error["loc"])
+        if found is None:  # a check across fields: its message says everything
             parts.append(error["msg"].removeprefix("Value error, "))
             continue
-        name, field = fields[loc]
-        var = f"{name} ({env_names(name, field)})" if loc == name else env_names(name, field)
+        key, name, field = found
+        var = f"{name} ({env_names(name, field)})" if key == name else env_names(name, field)
         parts.append(f"{var}={_shown(field, error.get('input'))}: expected {allowed(field)}")
     return SettingsError("invalid setting: " + "; ".join(parts))
+
+
+def _field_at(cls: type, loc: tuple[int | str, ...]) -> tuple[str, str, FieldInfo] | None:
+    """(key as given, field name, field) of the setting an error's location points at, through the
+    sections (``('retrieval', 'RETRIEVAL_RRF_K')``); None for a model or section as a whole."""
+    model = cls
+    for depth, part in enumerate(loc):
+        key = str(part)
+        name, field = next(((n, f) for n, f in model.model_fields.items() if key == n or key in _aliases(f)),
+                           (None, None))
+        if field is None:
+            return None
+        inner = field.annotation
+        if isinstance(inner, type) and issubclass(inner, BaseModel):  # a section: go in
+            model = inner
+            continue
+        return key, name, field
+    return None
+
+
+def _aliases(field: FieldInfo) -> tuple[str, ...]:
+    alias = field.validation_alias
+    return tuple(map(str, alias.choices)) if isinstance(alias, AliasChoices) else ()
 
 
 def _shown(field: FieldInfo, value: Any) -> str:

@@ -1,10 +1,10 @@
-"""The settings reference of docs/configuration.md, written from the fields of :class:`Settings`.
+"""The settings reference of docs/configuration.md, written from the sections of :class:`Settings`.
 
-Each field's environment variable(s), name, type, default, allowed values (its own bounds,
-``min_length``, pattern, or the ``allowed`` words of ``json_schema_extra``) and description,
-one table per section. The sections are :data:`SECTIONS` below, a map from section to field
-names (the step before nested settings): a field added to ``Settings`` goes in one of them, or
-:func:`render` refuses.
+One table per section (a :class:`~specrag.core.settings.Section` held by ``Settings``, headed by
+its title, in the order ``Settings`` holds them), one row per field: its environment
+variable(s), name, type, default, allowed values (its own bounds, ``min_length``, pattern, or the
+``allowed`` words of ``json_schema_extra``) and description. A field added to a section is in
+the reference with nothing else to edit.
 
 ``python -m specrag.core.settings_reference`` prints the markdown; ``--write [FILE]`` puts it
 between the markers of ``docs/configuration.md`` (or FILE), leaving the prose around them alone.
@@ -25,36 +25,12 @@ import annotated_types as at
 from pydantic import AliasChoices, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
-from specrag.core.settings import Settings
+from specrag.core.settings import Section, Settings
 
 BEGIN = "<!-- BEGIN GENERATED: settings -->"
 END = "<!-- END GENERATED -->"
 DOC = Path("docs/configuration.md")
 COMMAND = "python -m specrag.core.settings_reference --write"
-
-# section title -> its fields, in the order the reference lists them
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "Storage": ("data_dir", "catalog_dir", "tenant", "index_lock_timeout_s", "chroma_host", "chroma_port",
-                "collection", "chroma_sync_s", "chroma_timeout_s"),
-    "Ingest limits": ("chunk_max_tokens", "spec_max_bytes", "spec_timeout_s", "spec_max_nodes", "spec_max_depth",
-                      "spec_max_aliases"),
-    "Spec URLs": ("remote_max_bytes", "remote_timeout_s", "remote_max_redirects", "remote_max_documents"),
-    "Embeddings": ("embed_model", "embed_model_path", "embed_threads"),
-    "Retrieval": ("max_primary_results", "max_total_chunks", "max_depth", "timeout_ms", "enable_query_analysis",
-                  "rrf_k", "vector_weight", "bm25_weight", "fleet_weight", "api_decay", "api_order_margin",
-                  "method_weight", "producer_steps", "log_retrieval_stats"),
-    "Context": ("context_token_limit", "context_full_primaries", "context_signature_depth",
-                "context_other_api_signatures", "prioritize_primary", "compact_references", "closure_first",
-                "context_example_requests"),
-    "API selection (stage 1)": ("max_selected_apis", "selection_keyword_max_apis", "selection_drop_off",
-                                "selection_weights", "selection_centroid_weight", "selection_rrf_k",
-                                "selection_evidence_depth"),
-    "LLM": ("openai_api_key", "llm_base_url", "llm_model", "llm_timeout_s", "llm_max_attempts", "llm_deadline_s",
-            "llm_cache_size", "llm_cache_ttl_s", "synthesize", "prompts_dir", "selection_prompt_token_budget",
-            "expansion_prompt_token_budget"),
-    "Serving": ("serve_host", "serve_port", "serve_threads", "serve_workers", "reload_interval_s",
-                "shutdown_timeout_s", "api_keys_file", "api_keys", "otel_exporter"),
-}
 
 _TYPES = {int: "integer", float: "number", bool: "switch", str: "text", Path: "path", SecretStr: "text (secret)"}
 _BOUNDS = ((at.Gt, "gt", ">"), (at.Ge, "ge", ">="), (at.Lt, "lt", "<"), (at.Le, "le", "<="))
@@ -66,31 +42,25 @@ def env_names(name: str, field: FieldInfo) -> list[str]:
     return [str(c) for c in alias.choices] if isinstance(alias, AliasChoices) else [name.upper()]
 
 
-def section_of(cls: type[Settings] = Settings) -> dict[str, str]:
-    """Field name -> its section; a field in no section, or in two, or a name that is no field, is an error."""
-    sections: dict[str, str] = {}
-    for title, names in SECTIONS.items():
-        for name in names:
-            if name in sections:
-                raise ValueError(f"settings field {name!r} is in two sections of {__name__}.SECTIONS")
-            sections[name] = title
-    if unknown := [n for n in sections if n not in cls.model_fields]:
-        raise ValueError(f"{__name__}.SECTIONS names no such settings field: {', '.join(unknown)}")
-    if missing := [n for n in cls.model_fields if n not in sections]:
-        raise ValueError(f"settings field(s) in no section: {', '.join(missing)}: add each to "
-                         f"{__name__}.SECTIONS (pipeline/core/settings_reference.py)")
-    return sections
+def sections(cls: type[Settings] = Settings) -> dict[str, tuple[str, type[Section]]]:
+    """Section title -> (its attribute on Settings, its model), in the order of the reference."""
+    out: dict[str, tuple[str, type[Section]]] = {}
+    for attribute, model in cls.sections().items():
+        title = model.model_config.get("title") or attribute
+        if title in out:
+            raise ValueError(f"two settings sections are titled {title!r}: {out[title][1].__name__}, {model.__name__}")
+        out[title] = (attribute, model)
+    return out
 
 
 def render(cls: type[Settings] = Settings) -> str:
-    """The reference: one ``###`` heading and table per section (without the markers)."""
-    section_of(cls)
+    """The reference: one ``###`` heading, a line naming the section in code, and a table per section
+    (without the markers)."""
     out: list[str] = []
-    for title, names in SECTIONS.items():
-        out += [f"### {title}", "", "| variable | field | type | default | allowed | meaning |",
-                "| --- | --- | --- | --- | --- | --- |"]
-        for name in names:
-            field = cls.model_fields[name]
+    for title, (attribute, model) in sections(cls).items():
+        out += [f"### {title}", "", f"In code: `settings.{attribute}` (`{model.__name__}`).", "",
+                "| variable | field | type | default | allowed | meaning |", "| --- | --- | --- | --- | --- | --- |"]
+        for name, field in model.model_fields.items():
             kind = _type(field.annotation)
             if _extra(field).get("secret") and "secret" not in kind:
                 kind = kind.replace("text", "text (secret)", 1)

@@ -26,20 +26,20 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     catalogs = store.catalog_files  # the store's generation's: never those a build is rewriting
     catalog = load_catalog(catalogs)
     if not catalog.apis:
-        raise IndexNotBuiltError(f"the index in {settings.data_dir} holds no API (its corpus had no readable "
+        raise IndexNotBuiltError(f"the index in {settings.storage.data_dir} holds no API (its corpus had no readable "
                                  "spec): run `specrag index PATH...` on a folder of OpenAPI/Swagger files")
     indexes = load_api_indexes(catalogs, catalog)
     retriever = HybridRetriever.from_settings(store, settings)
     api_vectors = None
     if store.search_mode == "hybrid":
         api_vectors = catalog_vectors(catalog, store.embedder, embed_model_id(store.embedder), settings.catalogs_path)
-        if settings.selection_centroid_weight:
+        if settings.selection.selection_centroid_weight:
             api_vectors = blend_with_centroids(api_vectors, store.endpoint_centroids([e.file_id for e in catalog.apis]),
-                                               settings.selection_centroid_weight)
-    selector = KeywordApiSelector(catalog, indexes, retriever, settings.selection_keyword_max_apis,
-                                  drop_off=settings.selection_drop_off, evidence_depth=settings.selection_evidence_depth, api_vectors=api_vectors,
-                                  embed_query=store.embed_query, weights=settings.selection_weights,
-                                  rrf_k=settings.selection_rrf_k)
+                                               settings.selection.selection_centroid_weight)
+    selector = KeywordApiSelector(catalog, indexes, retriever, settings.selection.selection_keyword_max_apis,
+                                  drop_off=settings.selection.selection_drop_off, evidence_depth=settings.selection.selection_evidence_depth, api_vectors=api_vectors,
+                                  embed_query=store.embed_query, weights=settings.selection.selection_weights,
+                                  rrf_k=settings.selection.selection_rrf_k)
     expander = KeywordQueryExpander(indexes.get)
     synthesizer = decomposer = None
     if settings.llm_configured:
@@ -52,15 +52,15 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
         from specrag.stages.synthesize import Synthesizer
 
         llm = build_llm(settings)
-        prompts = PromptSet.load(settings.prompts_dir)
-        cache = TTLCache(settings.llm_cache_size, settings.llm_cache_ttl_s)
+        prompts = PromptSet.load(settings.llm.prompts_dir)
+        cache = TTLCache(settings.llm.llm_cache_size, settings.llm.llm_cache_ttl_s)
         selector = LLMApiSelector(llm, catalog, selector, prompts, settings, cache)
         expander = LLMQueryExpander(llm, indexes.get, expander, prompts, settings, cache)
         synthesizer = Synthesizer(llm, prompts, settings)
         decomposer = Decomposer(llm, prompts, settings, cache)
-    steps = ([MethodPrior(weight=settings.method_weight)] if settings.method_weight else []) + \
+    steps = ([MethodPrior(weight=settings.retrieval.method_weight)] if settings.retrieval.method_weight else []) + \
         ([ProducerExpander(hydrate=store.hydrate, retriever=retriever, load_index=indexes.get)]
-         if settings.producer_steps else [])
+         if settings.retrieval.producer_steps else [])
     known = frozenset(store.complete_api_ids() & catalog.ids())
     graph = GraphQueries(store, indexes.get, lambda api: load_api_graph(catalogs, api), known)
     return ApiQueryEngine(selector=selector, expander=expander, retriever=retriever, steps=steps,

@@ -239,12 +239,12 @@ def build_plan(engine, question: str, apis: list[str] | None = None, token_budge
     ctx = engine.retrieve_context(question, apis=apis)
     stats, ranking = ctx.retrieval_stats, ctx.search.ranking
     chunks = engine.lookup.get_chunks(list(ranking))
-    calls = planned_calls(ranking, chunks, ctx.step_reasons, engine.settings.max_primary_results, question)
+    calls = planned_calls(ranking, chunks, ctx.step_reasons, engine.settings.retrieval.max_primary_results, question)
     order = [cid for cid, _ in calls]
-    budget = token_budget or engine.settings.context_token_limit
+    budget = token_budget or engine.settings.context.context_token_limit
     per_step = step_budget(budget, len(order))
     expander = engine.references.model_copy(update={
-        "token_limit": per_step, "max_total_chunks": max(3, engine.settings.max_total_chunks // max(1, len(order)))})
+        "token_limit": per_step, "max_total_chunks": max(3, engine.settings.retrieval.max_total_chunks // max(1, len(order)))})
     plan = Plan(question=ctx.query, token_budget=budget, stats=stats)
     own = owned_by_asker(question)
     for number, (cid, part) in enumerate(calls, 1):

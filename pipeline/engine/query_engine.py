@@ -80,10 +80,10 @@ class ApiQueryEngine(CustomQueryEngine):
     _search: SearchStage = PrivateAttr()
 
     def model_post_init(self, __context: Any) -> None:
-        depth = max(RANKING_DEPTH, self.settings.max_primary_results)
+        depth = max(RANKING_DEPTH, self.settings.retrieval.max_primary_results)
         self._search = SearchStage(self.retriever, self.steps, depth=depth,
-                                   further_depth=self.settings.context_signature_depth,
-                                   query_analysis=self.settings.enable_query_analysis)
+                                   further_depth=self.settings.context.context_signature_depth,
+                                   query_analysis=self.settings.retrieval.enable_query_analysis)
 
     @property
     def lookup(self) -> ChunkLookup:
@@ -99,13 +99,13 @@ class ApiQueryEngine(CustomQueryEngine):
     # ---- queries --------------------------------------------------------------------------
     def custom_query(self, query_str: str) -> Response:
         # one LLM deadline for retrieval and synthesis, one line telling the LLM stages that failed
-        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():
+        with deadline_scope(self.settings.llm.llm_deadline_s), fallback_notice_scope():
             ctx = self.retrieve_context(query_str)
             answer = self.synthesizer.synthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
 
     async def acustom_query(self, query_str: str) -> Response:
-        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():
+        with deadline_scope(self.settings.llm.llm_deadline_s), fallback_notice_scope():
             ctx = await self.aretrieve_context(query_str)
             answer = await self.synthesizer.asynthesize(ctx) if self._synthesizes else None
         return self._response(ctx, answer)
@@ -115,7 +115,7 @@ class ApiQueryEngine(CustomQueryEngine):
         """select -> expand -> search -> reference expansion; ``apis`` skips stage 1 (oracle)."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():  # every LLM call within it
+        with deadline_scope(self.settings.llm.llm_deadline_s), fallback_notice_scope():  # every LLM call within it
             selection = self._given(apis) if apis is not None else self._done(self.selector.select(query))
             expansion = self._done(self.expander.expand_query(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
@@ -129,7 +129,7 @@ class ApiQueryEngine(CustomQueryEngine):
         """:meth:`retrieve_context` for an event loop: LLM calls awaited, CPU work in threads."""
         start = time.perf_counter()
         query, warnings = self._check_query(query)
-        with deadline_scope(self.settings.llm_deadline_s), fallback_notice_scope():
+        with deadline_scope(self.settings.llm.llm_deadline_s), fallback_notice_scope():
             selection = self._given(apis) if apis is not None else self._done(await self.selector.aselect(query))
             expansion = self._done(await self.expander.aexpand_query(query, selection.selected_apis)
                                    if selection.selected_apis else _unexpanded(query))
@@ -161,7 +161,7 @@ class ApiQueryEngine(CustomQueryEngine):
     # ---- helpers --------------------------------------------------------------------------
     @property
     def _synthesizes(self) -> bool:
-        return self.synthesizer is not None and self.synthesizer.llm is not None and self.settings.synthesize
+        return self.synthesizer is not None and self.synthesizer.llm is not None and self.settings.llm.synthesize
 
     def _assemble(self, query: str, start: float, warnings: list[str], selection: ApiSelection,
                   expansion: QueryExpansion, search: SearchResult, nodes: list[NodeWithScore]) -> KnowledgeContext:
@@ -170,7 +170,7 @@ class ApiQueryEngine(CustomQueryEngine):
         refs = self._done(nodes.expansion, "refs")
         t = time.perf_counter()
         stats = retrieval_stats(warnings, selection, expansion, search, refs)
-        if self.settings.context_example_requests:
+        if self.settings.context.context_example_requests:
             _add_examples(refs, self.references.token_limit, stats)
         ranked = [n.node.node_id for n in search.nodes] + search.further
         signatures = (self.signatures.signatures(ranked, refs, selection.selected_apis, example_tokens(refs.primary))
@@ -178,7 +178,7 @@ class ApiQueryEngine(CustomQueryEngine):
         ctx = KnowledgeContext.assemble(query, refs, signatures, stats).with_search(search)
         stats.timings_ms["assemble"] = elapsed_ms(t)
         stats.timings_ms["total"] = elapsed_ms(start)
-        if self.settings.log_retrieval_stats:
+        if self.settings.retrieval.log_retrieval_stats:
             logger.info("retrieval stats: %s", stats.model_dump_json())
         return ctx
 

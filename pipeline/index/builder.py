@@ -83,7 +83,7 @@ def _refuse_to_drop_vectors(store: ChunkStore, settings: Settings) -> None:
     would drop every vector (minutes of embedding to get back, or a paid API's bill). Only
     ``SPECRAG_EMBED_MODEL=none`` rebuilds an index with vectors as lexical."""
     built_with = store.manifest.embed_model if store.manifest is not None else NO_EMBEDDINGS
-    wanted = settings.embed_model.strip()
+    wanted = settings.embeddings.embed_model.strip()
     if store.embedder is None and built_with != NO_EMBEDDINGS and wanted.lower() != NO_EMBEDDINGS:
         raise EmbedModelUnavailableError(
             f"the index holds vectors of {built_with} but the embedding model {wanted!r} could not be loaded "
@@ -100,7 +100,7 @@ class IndexBuilder:
         self.settings = settings
         self.batch_size = batch_size
         self.shape = IndexShape(embed_model=embed_model_id(store.embedder), chunker_version=chunker_version,
-                                chunk_max_tokens=settings.chunk_max_tokens, lexical_version=LEXICAL_VERSION)
+                                chunk_max_tokens=settings.ingest.chunk_max_tokens, lexical_version=LEXICAL_VERSION)
         _refuse_to_drop_vectors(store, settings)
         self._pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "-1"))
 

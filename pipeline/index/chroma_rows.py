@@ -20,7 +20,7 @@ class ChromaRows:
     def __init__(self, store, reset: bool):
         self.store = store
         self.empty = reset  # the collection was dropped in this run: nothing to read or diff
-        self.published = bool(store.settings.chroma_host)  # rows carry their chunks for replicas (publish.py)
+        self.published = bool(store.settings.storage.chroma_host)  # rows carry their chunks for replicas (publish.py)
         self.seconds = 0.0
 
     def _call(self, call):

@@ -36,15 +36,15 @@ class ForeignCollectionError(ChromaUnavailableError):
 
 def corpus_of(settings: Settings) -> str:
     """The corpus key: the name of the corpus's index folder (``settings.data_dir``)."""
-    return settings.data_dir.resolve().name
+    return settings.storage.data_dir.resolve().name
 
 
 def collection_name(settings: Settings) -> str:
     """The corpus's collection: ``settings.collection`` embedded, ``<collection>-<corpus key>`` on a server."""
-    if not settings.chroma_host:
-        return settings.collection
+    if not settings.storage.chroma_host:
+        return settings.storage.collection
     key = corpus_of(settings)
-    return f"{settings.collection[:MAX_NAME - len(key) - len(FILES_SUFFIX) - 1]}-{key}"
+    return f"{settings.storage.collection[:MAX_NAME - len(key) - len(FILES_SUFFIX) - 1]}-{key}"
 
 
 def files_name(settings: Settings) -> str:
@@ -52,19 +52,19 @@ def files_name(settings: Settings) -> str:
 
 
 def owner_metadata(settings: Settings) -> dict[str, str]:
-    return {OWNER: corpus_of(settings), TENANT: settings.tenant}
+    return {OWNER: corpus_of(settings), TENANT: settings.storage.tenant}
 
 
 def check_owner(settings: Settings, name: str, metadata: dict | None) -> None:
     """One-line ForeignCollectionError unless the collection ``name`` belongs to this corpus and tenant."""
-    if not settings.chroma_host:
+    if not settings.storage.chroma_host:
         return  # the embedded store holds this corpus only
     mine = owner_metadata(settings)
     theirs = {k: (metadata or {}).get(k) for k in mine}
     if theirs != mine:
         owner = f"corpus {theirs[OWNER]!r} of tenant {theirs[TENANT]!r}" if theirs[OWNER] else "no specrag index"
         raise ForeignCollectionError(
-            f"the Chroma collection {name!r} on {settings.chroma_host}:{settings.chroma_port} belongs to {owner}, "
+            f"the Chroma collection {name!r} on {settings.storage.chroma_host}:{settings.storage.chroma_port} belongs to {owner}, "
             f"not to corpus {mine[OWNER]!r} of tenant {mine[TENANT]!r}: left untouched; set SPECRAG_COLLECTION "
             "to another prefix")
 
@@ -74,9 +74,9 @@ def served_corpora(client, settings: Settings) -> list[str]:
     keys = []
     for collection in client.list_collections():
         meta = collection.metadata or {}
-        if not collection.name.endswith(FILES_SUFFIX) and meta.get(TENANT) == settings.tenant \
+        if not collection.name.endswith(FILES_SUFFIX) and meta.get(TENANT) == settings.storage.tenant \
                 and isinstance(meta.get(OWNER), str) and isinstance(meta.get(PUBLISHED), int) \
-                and collection.name == f"{settings.collection}-{meta[OWNER]}":
+                and collection.name == f"{settings.storage.collection}-{meta[OWNER]}":
             keys.append(meta[OWNER])
     return sorted(keys)
 
@@ -88,11 +88,11 @@ def server_client(settings: Settings, chroma_settings):
     from chromadb.config import DEFAULT_DATABASE
     from chromadb.config import DEFAULT_TENANT as CHROMA_DEFAULT_TENANT
 
-    tenant = CHROMA_DEFAULT_TENANT if settings.tenant == DEFAULT_TENANT else settings.tenant
-    with http_timeout(settings.chroma_timeout_s):
+    tenant = CHROMA_DEFAULT_TENANT if settings.storage.tenant == DEFAULT_TENANT else settings.storage.tenant
+    with http_timeout(settings.storage.chroma_timeout_s):
         if tenant != CHROMA_DEFAULT_TENANT:
             _ensure_tenant(settings, tenant, DEFAULT_DATABASE)
-        return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings,
+        return chromadb.HttpClient(host=settings.storage.chroma_host, port=settings.storage.chroma_port, settings=chroma_settings,
                                    tenant=tenant, database=DEFAULT_DATABASE)
 
 
@@ -156,7 +156,7 @@ def _ensure_tenant(settings: Settings, tenant: str, database: str) -> None:
 
     admin = chromadb.AdminClient(ChromaSettings(
         anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI",
-        chroma_server_host=settings.chroma_host, chroma_server_http_port=settings.chroma_port))
+        chroma_server_host=settings.storage.chroma_host, chroma_server_http_port=settings.storage.chroma_port))
     try:
         admin.get_tenant(tenant)
     except NotFoundError:
@@ -181,7 +181,7 @@ def open_collection(client, settings: Settings, name: str, configuration: dict |
             pass
         try:
             return client.create_collection(name, embedding_function=None, configuration=configuration,
-                                            metadata=owner_metadata(settings) if settings.chroma_host else None)
+                                            metadata=owner_metadata(settings) if settings.storage.chroma_host else None)
         except UniqueConstraintError:
             continue
     raise ForeignCollectionError(f"the Chroma collection {name!r} could neither be read nor created")

@@ -95,7 +95,7 @@ def as_embedder(model: Embedder | BaseEmbedding | None) -> Embedder | None:
 
 def build_embedder(settings: Settings) -> Embedder | None:
     """Load the model named by ``settings.embed_model``; None (lexical only) if it cannot load."""
-    name = settings.embed_model.strip()
+    name = settings.embeddings.embed_model.strip()
     if name.lower() == NO_EMBEDDINGS:
         logger.info("embeddings disabled (SPECRAG_EMBED_MODEL=none): lexical search only")
         return None
@@ -128,14 +128,14 @@ def _fastembed_model(name: str, settings: Settings) -> TextEmbedding:
     from fastembed import TextEmbedding
 
     kwargs = {}
-    if settings.embed_model_path is None and not _downloadable(name):
+    if settings.embeddings.embed_model_path is None and not _downloadable(name):
         raise ConnectionError(f"the model hub is unreachable and {name!r} is not in fastembed's cache")
-    if settings.embed_model_path is not None:
-        path = settings.embed_model_path.expanduser()
+    if settings.embeddings.embed_model_path is not None:
+        path = settings.embeddings.embed_model_path.expanduser()
         if not (path / "model.onnx").is_file():
             raise FileNotFoundError(f"no model.onnx in SPECRAG_EMBED_MODEL_PATH={path}")
         kwargs["specific_model_path"] = str(path)
-    return TextEmbedding(model_name=name, threads=settings.embed_threads, **kwargs)
+    return TextEmbedding(model_name=name, threads=settings.embeddings.embed_threads, **kwargs)
 
 
 def _downloadable(name: str) -> bool:
@@ -159,9 +159,9 @@ def _openai_model(model: str, settings: Settings) -> BaseEmbedding:
     except ImportError as exc:
         raise ImportError("OpenAI embeddings need an extra package: "
                           "pip install 'specrag[openai-embeddings]' (llama-index-embeddings-openai)") from exc
-    if not settings.openai_api_key:
+    if not settings.llm.openai_api_key:
         raise ValueError("OPENAI_API_KEY is not set")
-    return OpenAIEmbedding(model=model, api_key=settings.openai_api_key, api_base=settings.llm_base_url,
+    return OpenAIEmbedding(model=model, api_key=settings.llm.openai_api_key, api_base=settings.llm.llm_base_url,
                            embed_batch_size=EMBED_BATCH_SIZE)
 
 

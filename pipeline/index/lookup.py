@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field
 from specrag.catalog.io import ApiIndexes, load_api_indexes, load_catalog
 from specrag.catalog.models import ApiIndex, Catalog, CatalogEntry
 from specrag.core.errors import SpecragError
+from specrag.core.example_models import ExampleRequest
 from specrag.core.ids import ERRORS_SUFFIX, base_chunk_id, errors_chunk_id, operation_chunk_id, parse_operation_id
-from specrag.core.records import ExampleRequest
 from specrag.core.tokens import count_tokens, truncate_tokens
 from specrag.specs.example_request import example_from_fields
 from specrag.specs.models import Chunk

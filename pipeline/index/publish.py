@@ -37,7 +37,7 @@ BATCH_CHARS = 8 << 20
 def local_files(settings: Settings, manifest_json: bytes) -> dict[str, bytes]:
     """The files a replica needs beside the rows, by their published name."""
     files = {MANIFEST_NAME: manifest_json}
-    sources = settings.data_dir / SOURCES
+    sources = settings.storage.data_dir / SOURCES
     if sources.is_file():
         files[SOURCES] = sources.read_bytes()
     root = settings.catalogs_path
@@ -50,7 +50,7 @@ def local_files(settings: Settings, manifest_json: bytes) -> dict[str, bytes]:
 def local_path(settings: Settings, name: str) -> Path | None:
     """Where a published file goes on a replica; None for a name outside the known places."""
     if name == SOURCES:
-        return settings.data_dir / SOURCES
+        return settings.storage.data_dir / SOURCES
     head, _, rest = name.partition("/")
     parts = Path(rest).parts
     if head != CATALOGS or not parts or any(p in ("", ".", "..") for p in parts) or Path(rest).is_absolute():
@@ -62,7 +62,7 @@ def publish(store) -> int | None:
     """Publish the store's committed generation (server mode, hybrid index); the generation
     published, or None when there is nothing to publish or it is published already."""
     settings, manifest = store.settings, store.manifest
-    if not settings.chroma_host or store.embedder is None or manifest is None or manifest.local_dir is None \
+    if not settings.storage.chroma_host or store.embedder is None or manifest is None or manifest.local_dir is None \
             or manifest.pending_ids():
         return None
     collection = store.chroma
@@ -87,7 +87,7 @@ def publish(store) -> int | None:
         store.chroma_call(lambda: companion.delete(ids=stale))
     marker = owner_metadata(settings) | {EMBED_MODEL: manifest.embed_model, PUBLISHED: generation}
     store.chroma_call(lambda: collection.modify(metadata=marker))  # last: the generation is now readable
-    logger.info("published generation %d of %s (%d files)", generation, settings.data_dir.name, len(files))
+    logger.info("published generation %d of %s (%d files)", generation, settings.storage.data_dir.name, len(files))
     return generation
 
 

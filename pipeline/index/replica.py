@@ -60,27 +60,27 @@ def pull(store: ChunkStore) -> int | None:
         manifest = Manifest.model_validate_json(files.pop(MANIFEST_NAME))
         apis = _apis(store, manifest) if manifest.generation == generation else None
     except (ValueError, KeyError, TypeError, zlib.error) as exc:  # pydantic's ValidationError is a ValueError
-        raise IndexDamagedError(f"the index published for {settings.data_dir.name} on {settings.chroma_host}:"
-                                f"{settings.chroma_port} is unreadable ({type(exc).__name__}); run `specrag "
+        raise IndexDamagedError(f"the index published for {settings.storage.data_dir.name} on {settings.storage.chroma_host}:"
+                                f"{settings.storage.chroma_port} is unreadable ({type(exc).__name__}); run `specrag "
                                 "index` on its specs to publish it again") from None
     if apis is None:
         logger.info("generation %s of %s is being published: keeping the local index", generation,
-                    settings.data_dir.name)
+                    settings.storage.data_dir.name)
         return None
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
     _write_files(settings, files)
-    root = settings.data_dir / LOCAL_DIR
+    root = settings.storage.data_dir / LOCAL_DIR
     name = f"gen-{generation}"
     dim = next((a.vectors.shape[1] for a in apis if a.vectors is not None and a.vectors.ndim == 2), 0)
     write_generation(root / name, generation, None, [], apis, embed_model=manifest.embed_model, dim=dim)
     manifest.local_dir = name
     manifest.catalogs = write_snapshot(served_files(settings.catalogs_path), root)
-    save_manifest(settings.data_dir, manifest)  # the commit: queries now read the pulled generation
+    save_manifest(settings.storage.data_dir, manifest)  # the commit: queries now read the pulled generation
     for old in root.glob("gen-*"):
         if old.name != name:
             shutil.rmtree(old, ignore_errors=True)
     remove_stale_snapshots(root, manifest.catalogs)
-    logger.info("pulled generation %d of %s: %d APIs", generation, settings.data_dir.name, len(apis))
+    logger.info("pulled generation %d of %s: %d APIs", generation, settings.storage.data_dir.name, len(apis))
     return generation
 
 
@@ -94,8 +94,8 @@ def sync_corpus(settings: Settings) -> bool:
         published = published_generation(store)
         if published is None or published == _local_generation(settings):
             return False
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        with IndexLock(settings.data_dir, settings.index_lock_timeout_s):
+        settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
+        with IndexLock(settings.storage.data_dir, settings.storage.index_lock_timeout_s):
             return pull(store) is not None
     finally:
         store.close()
@@ -128,7 +128,7 @@ def server_corpora(settings: Settings) -> list[str]:
         usable.append(key)
     if skipped:
         logger.warning("%d of %d corpora published on %s:%s skipped, not pulled: %s", len(skipped), len(published),
-                       settings.chroma_host, settings.chroma_port, "; ".join(skipped))
+                       settings.storage.chroma_host, settings.storage.chroma_port, "; ".join(skipped))
     return usable
 
 
@@ -156,7 +156,7 @@ class ReplicaSync:
 
 def _local_generation(settings: Settings) -> int | None:
     try:
-        manifest = load_manifest(settings.data_dir)
+        manifest = load_manifest(settings.storage.data_dir)
     except Exception:  # noqa: BLE001 - a damaged local index is replaced by the pull
         return None
     return manifest.generation if manifest is not None and manifest.local_dir else None

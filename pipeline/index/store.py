@@ -76,10 +76,10 @@ class ChunkStore:
     in_memory = True  # chunk lookups read the memory-mapped local index: no call blocks on a server
 
     def __init__(self, settings: Settings, embed_model: Embedder | BaseEmbedding | None):
-        if not _COLLECTION_RE.match(settings.collection):
-            raise ValueError(f"collection name {settings.collection!r}: use 3-512 chars of [A-Za-z0-9._-]")
+        if not _COLLECTION_RE.match(settings.storage.collection):
+            raise ValueError(f"collection name {settings.storage.collection!r}: use 3-512 chars of [A-Za-z0-9._-]")
         self.settings = settings
-        self.data_dir = Path(settings.data_dir)
+        self.data_dir = Path(settings.storage.data_dir)
         self.embedder = as_embedder(embed_model)
         self.manifest: Manifest | None = None
         self.local: LocalIndex | None = None
@@ -318,7 +318,7 @@ class ChunkStore:
             from chromadb.config import Settings as ChromaSettings
 
             chroma_settings = ChromaSettings(anonymized_telemetry=False)
-            if self.settings.chroma_host:
+            if self.settings.storage.chroma_host:
                 self._client = self.chroma_call(lambda: server_client(self.settings, chroma_settings))
             else:
                 path = self.data_dir / "chroma"
@@ -345,12 +345,12 @@ class ChunkStore:
             timed_out = any(isinstance(e, TimeoutError) or type(e).__name__.endswith("Timeout") for e in transport)
             unreachable = bool(transport) or "connect" in text.lower() \
                 or type(exc).__module__.startswith(("httpx", "httpcore"))
-            if self.settings.chroma_host and unreachable:
-                server = f"{self.settings.chroma_host}:{self.settings.chroma_port}"
+            if self.settings.storage.chroma_host and unreachable:
+                server = f"{self.settings.storage.chroma_host}:{self.settings.storage.chroma_port}"
                 if timed_out:
                     raise ChromaUnavailableError(
                         f"the Chroma server at {server} is unreachable: no answer within "
-                        f"{self.settings.chroma_timeout_s:g} s (SPECRAG_CHROMA_TIMEOUT_S; {text}); check that it "
+                        f"{self.settings.storage.chroma_timeout_s:g} s (SPECRAG_CHROMA_TIMEOUT_S; {text}); check that it "
                         "is running and not stopped or overloaded") from exc
                 raise ChromaUnavailableError(
                     f"the Chroma server at {server} is unreachable "
@@ -365,7 +365,7 @@ class ChunkStore:
         if found:
             check_owner(self.settings, name, found[0].metadata)
             self.chroma_call(lambda: self.client.delete_collection(name))
-            if not self.settings.chroma_host:
+            if not self.settings.storage.chroma_host:
                 remove_orphan_segments(self.data_dir / "chroma")
         self._collection, self._vectors = None, None
 

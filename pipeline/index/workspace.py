@@ -50,7 +50,7 @@ def synced_corpus_settings(settings: Settings) -> Settings:
     """``corpus_settings(settings)`` for a query; with a Chroma server, the local index is first
     brought to the generation published there, and a data dir that never indexed anything
     uses the tenant's corpus on the server when it has exactly one."""
-    if not settings.chroma_host:
+    if not settings.storage.chroma_host:
         return corpus_settings(settings)
     from specrag.index.replica import server_corpora, sync_corpus
 
@@ -61,7 +61,7 @@ def synced_corpus_settings(settings: Settings) -> Settings:
         if len(served) != 1:
             raise IndexNotBuiltError(
                 f"no index in {settings.tenant_dir} and {len(served)} corpora published on the Chroma server at "
-                f"{settings.chroma_host}:{settings.chroma_port}" + (f" ({', '.join(served)})" if served else "")
+                f"{settings.storage.chroma_host}:{settings.storage.chroma_port}" + (f" ({', '.join(served)})" if served else "")
                 + ": pass --corpus PATH") from None
         local = settings.model_copy(update={"data_dir": settings.tenant_dir / "corpora" / served[0]})
     sync_corpus(local)
@@ -93,15 +93,15 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     progress = progress and sys.stderr.isatty()
     start = time.perf_counter()
     local = corpus_settings(settings, paths)
-    made = make_folders(local.data_dir)
-    with IndexLock(local.data_dir, local.index_lock_timeout_s):
+    made = make_folders(local.storage.data_dir)
+    with IndexLock(local.storage.data_dir, local.storage.index_lock_timeout_s):
         try:
             ingest, catalogs, report = _update_locked(local, paths, progress, store)
         except Exception:
-            remove_made_folders(local.data_dir, made)  # under the lock: no other run writes in it
+            remove_made_folders(local.storage.data_dir, made)  # under the lock: no other run writes in it
             raise
     settings.tenant_dir.mkdir(parents=True, exist_ok=True)
-    (settings.tenant_dir / CURRENT).write_text(local.data_dir.name)
+    (settings.tenant_dir / CURRENT).write_text(local.storage.data_dir.name)
     return local, IndexRun(ingest=ingest.report, catalogs=catalogs, index=report.model_dump(),
                            specs_parsed=ingest.parsed, seconds=round(time.perf_counter() - start, 2))
 
@@ -116,17 +116,17 @@ def _update_locked(local: Settings, paths: list[Path], progress: bool, store):
     from specrag.specs.limits import SpecLimits
     from specrag.specs.sources import load_sources, save_sources
 
-    if local.chroma_host:
+    if local.storage.chroma_host:
         _start_from_server(local)
     if store is None:
         store = ChunkStore.open(local, repair=True)
     else:
         store.reload(repair=True)
-    if store.embedder is not None and local.chroma_host:
+    if store.embedder is not None and local.storage.chroma_host:
         store.chroma  # noqa: B018 - an unreachable Chroma server fails here, before any spec is read
     # (the embedded store is opened by the build when it has rows to write: ~0.9 s saved when none changed)
     builder = IndexBuilder(store, local)
-    ingest = ingest_changed(paths, local.chunk_max_tokens, load_sources(local.data_dir), builder.reusable(),
+    ingest = ingest_changed(paths, local.ingest.chunk_max_tokens, load_sources(local.storage.data_dir), builder.reusable(),
                             limits=SpecLimits.from_settings(local), progress=progress)
     if not ingest.apis and not ingest.kept:  # before a catalog or an index of nothing is written
         raise no_usable_spec(paths, ingest.report.specs_skipped, files_read=True)
@@ -134,7 +134,7 @@ def _update_locked(local: Settings, paths: list[Path], progress: bool, store):
     catalogs = write_catalogs(ingest.apis, local.catalogs_path, kept=kept,
                               chunks_of=lambda fid: store.local.api_chunks(fid))
     report = builder.build(ingest.apis, progress=progress, keep=set(kept))
-    save_sources(local.data_dir, ingest.state)
+    save_sources(local.storage.data_dir, ingest.state)
     _cache_catalog_vectors(local, store)
     publish(store)
     return ingest, catalogs, report
@@ -177,7 +177,7 @@ def _start_from_server(local: Settings) -> None:
     from specrag.index.store import ChunkStore
 
     try:
-        if load_manifest(local.data_dir) is not None:
+        if load_manifest(local.storage.data_dir) is not None:
             return
     except IndexDamagedError:
         return  # the build repairs it

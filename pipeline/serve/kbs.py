@@ -94,7 +94,7 @@ class KnowledgeBase:
         from specrag.engine.factory import build_engine
 
         local = store.settings
-        kb = cls(local.data_dir.name, local, build_engine(local, store=store), store)
+        kb = cls(local.storage.data_dir.name, local, build_engine(local, store=store), store)
         logger.info("knowledge base %s open: %d APIs, %s search", kb.kb_id, len(kb.api_ids), store.search_mode)
         return kb
 
@@ -120,7 +120,7 @@ class KnowledgeBase:
         there is one), or None when it is current."""
         from specrag.index.replica import sync_corpus
 
-        if self.settings.chroma_host is not None:
+        if self.settings.storage.chroma_host is not None:
             sync_corpus(self.settings)
         return self.reopened_if_newer()
 
@@ -131,7 +131,7 @@ class KnowledgeBase:
         from specrag.index.manifest import load_manifest
         from specrag.index.store import ChunkStore
 
-        on_disk, serving = load_manifest(self.settings.data_dir), self.store.manifest
+        on_disk, serving = load_manifest(self.settings.storage.data_dir), self.store.manifest
         if on_disk is None or (serving is not None and on_disk.live_files() == serving.live_files()):
             return None
         return KnowledgeBase.open(ChunkStore.open(self.settings, embed_model=self.store.embed_model))
@@ -156,8 +156,8 @@ class KnowledgeBases:
         self.tenant, self.private = tenant, private
         self._set(kbs)
         self._sync = ReplicaSync(sync_s) if sync_s is not None else None
-        servers = sorted({f"{kb.settings.chroma_host}:{kb.settings.chroma_port}" for kb in kbs
-                          if kb.settings.chroma_host})
+        servers = sorted({f"{kb.settings.storage.chroma_host}:{kb.settings.storage.chroma_port}" for kb in kbs
+                          if kb.settings.storage.chroma_host})
         self.checks = ServerChecks(servers[0]) if servers and self._sync is not None else None
         self._closed = False
 
@@ -240,7 +240,7 @@ class KnowledgeBases:
             require_spec_files(paths)
         if not corpora and not keys:
             keys = sorted(p.parent.name for p in (settings.tenant_dir / "corpora").glob("*/manifest.json"))
-        if settings.chroma_host:
+        if settings.storage.chroma_host:
             keys = _pull_served(settings, list(keys), everything=not corpora and not keys)
         embed_model = build_embed_model(settings) if embed_model == "auto" else embed_model
         stores = []
@@ -252,8 +252,8 @@ class KnowledgeBases:
         stores += [ChunkStore.open(_existing(settings, key), embed_model=embed_model) for key in keys]
         if not stores and not allow_empty:
             raise IndexNotBuiltError(f"no index in {settings.tenant_dir / 'corpora'} to serve: pass --corpus PATH")
-        kbs = cls([KnowledgeBase.open(store) for store in stores], settings.tenant, private,
-                  settings.chroma_sync_s if settings.chroma_host else None)
+        kbs = cls([KnowledgeBase.open(store) for store in stores], settings.storage.tenant, private,
+                  settings.storage.chroma_sync_s if settings.storage.chroma_host else None)
         if kbs.checks is not None:
             kbs.checks.record(None)  # the corpora were just brought up to date from the server
         return kbs

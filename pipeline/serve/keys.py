@@ -76,10 +76,10 @@ class ApiKeys:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "ApiKeys":
-        env = _parse_env(settings.api_keys.get_secret_value()) if settings.api_keys is not None else []
-        if not settings.api_keys_file:
+        env = _parse_env(settings.serving.api_keys.get_secret_value()) if settings.serving.api_keys is not None else []
+        if not settings.serving.api_keys_file:
             return cls(env)
-        return cls(env, settings.api_keys_file, read_keys_file(settings.api_keys_file))
+        return cls(env, settings.serving.api_keys_file, read_keys_file(settings.serving.api_keys_file))
 
     @property
     def configured(self) -> bool:

@@ -77,7 +77,7 @@ class IndexWatcher:
                 logger.exception("index reload check failed")
 
     def _refresh(self, kbs: KnowledgeBases, kb: KnowledgeBase) -> bool:
-        data_dir = kb.settings.data_dir
+        data_dir = kb.settings.storage.data_dir
         stamp = manifest_stamp(data_dir)  # taken first: a write after it is seen next time
         if kb in self._seen and self._seen[kb] == stamp:
             return False

@@ -58,16 +58,16 @@ class Tenants:
 
         if not keys.configured:
             return cls.local(KnowledgeBases.open(settings, corpora, kb_keys))
-        if settings.catalog_dir is not None:
+        if settings.storage.catalog_dir is not None:
             raise SharedCatalogDir("SPECRAG_CATALOG_DIR puts every tenant's catalogs in one folder: unset it when "
                                    "API keys are configured (each corpus then keeps its catalogs in its own index folder)")
-        if (corpora or kb_keys) and settings.tenant not in keys.tenants:
+        if (corpora or kb_keys) and settings.storage.tenant not in keys.tenants:
             logger.warning("--corpus/--kb are served for tenant %r, which no API key names: no request can read "
-                           "them (pass --tenant)", settings.tenant)
+                           "them (pass --tenant)", settings.storage.tenant)
         model = build_embed_model(settings)
         by_tenant = {}
-        for tenant in sorted({*keys.tenants, *([settings.tenant] if corpora or kb_keys else [])}):
-            own = tenant == settings.tenant
+        for tenant in sorted({*keys.tenants, *([settings.storage.tenant] if corpora or kb_keys else [])}):
+            own = tenant == settings.storage.tenant
             by_tenant[tenant] = KnowledgeBases.open(settings.model_copy(update={"tenant": tenant}),
                                                     corpora if own else [], kb_keys if own else [],
                                                     embed_model=model, private=True, allow_empty=True)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from urllib.parse import quote, urlsplit
 
 from pydantic import BaseModel, Field
-from specrag.core.records import ExampleParam, ExampleRequest
+from specrag.core.example_models import ExampleParam, ExampleRequest
 from specrag.specs import servers
 from specrag.specs.skeleton import CUT, Resolve, Skeleton, plain
 

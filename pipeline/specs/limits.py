@@ -25,8 +25,8 @@ class SpecLimits(BaseModel):
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> "SpecLimits":
         s = settings if settings is not None else Settings()
-        return cls(max_bytes=s.spec_max_bytes, timeout_s=s.spec_timeout_s, max_nodes=s.spec_max_nodes,
-                   max_depth=s.spec_max_depth, max_aliases=s.spec_max_aliases)
+        return cls(max_bytes=s.ingest.spec_max_bytes, timeout_s=s.ingest.spec_timeout_s, max_nodes=s.ingest.spec_max_nodes,
+                   max_depth=s.ingest.spec_max_depth, max_aliases=s.ingest.spec_max_aliases)
 
 
 class BudgetExceeded(SpecError):

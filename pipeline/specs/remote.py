@@ -64,8 +64,8 @@ class RemoteLimits(BaseModel):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "RemoteLimits":
-        return cls(max_bytes=settings.remote_max_bytes, timeout_s=settings.remote_timeout_s,
-                   max_redirects=settings.remote_max_redirects, max_documents=settings.remote_max_documents)
+        return cls(max_bytes=settings.remote.remote_max_bytes, timeout_s=settings.remote.remote_timeout_s,
+                   max_redirects=settings.remote.remote_max_redirects, max_documents=settings.remote.remote_max_documents)
 
 
 class CachedDocument(BaseModel):

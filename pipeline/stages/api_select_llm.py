@@ -74,12 +74,12 @@ class LLMApiSelector(LLMStage):
 
     def prompt_vars(self, query: str) -> dict[str, Any]:
         """Exactly the variables ``select_apis`` is formatted with (a test checks the files use these)."""
-        return {"query": query, "catalog": self.render_catalog(query), "max_apis": self.settings.max_selected_apis}
+        return {"query": query, "catalog": self.render_catalog(query), "max_apis": self.settings.selection.max_selected_apis}
 
     def render_catalog(self, query: str) -> str:
         """All entries when they fit the budget; else the keyword shortlist, best first, trimmed to fit."""
-        budget = self.settings.selection_prompt_token_budget - self.count(
-            self.prompt.format(query=query, catalog="", max_apis=self.settings.max_selected_apis))
+        budget = self.settings.llm.selection_prompt_token_budget - self.count(
+            self.prompt.format(query=query, catalog="", max_apis=self.settings.selection.max_selected_apis))
         if sum(self._line_tokens.values()) <= budget:
             return "\n".join(self._lines.values())
         kept: list[str] = []
@@ -120,6 +120,6 @@ class LLMApiSelector(LLMStage):
         if not kept:
             result.fall_back("no_valid_ids", ", ".join(map(str, answer.selected_apis)))
             return None
-        result.selected_apis, result.reasoning = kept[: self.settings.max_selected_apis], answer.reasoning
+        result.selected_apis, result.reasoning = kept[: self.settings.selection.max_selected_apis], answer.reasoning
         result.ms = elapsed_ms(start)
         return result

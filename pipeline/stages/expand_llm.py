@@ -105,7 +105,7 @@ class LLMQueryExpander(LLMStage):
         words with the query are kept first. Kept lines stay in index order, so an index that fits
         renders the same for every question (a prompt prefix the server can cache)."""
         fixed = self.count(self.prompt.format(query=query, api_indexes="", max_terms=MAX_TERMS))
-        share = (self.settings.expansion_prompt_token_budget - fixed) // len(indexes)
+        share = (self.settings.llm.expansion_prompt_token_budget - fixed) // len(indexes)
         stems = {w.rstrip("s") for w in identifier_words(query) if len(w) > 2}
         blocks = []
         for index in indexes:

@@ -110,10 +110,10 @@ class HybridRetriever(BaseRetriever):
 
     @classmethod
     def from_settings(cls, index: SearchIndex, settings: Settings) -> "HybridRetriever":
-        return cls(index, top_k=settings.max_primary_results, rrf_k=settings.rrf_k,
-                   vector_weight=settings.vector_weight, bm25_weight=settings.bm25_weight,
-                   fleet_weight=settings.fleet_weight, api_decay=settings.api_decay,
-                   order_margin=settings.api_order_margin)
+        return cls(index, top_k=settings.retrieval.max_primary_results, rrf_k=settings.retrieval.rrf_k,
+                   vector_weight=settings.retrieval.vector_weight, bm25_weight=settings.retrieval.bm25_weight,
+                   fleet_weight=settings.retrieval.fleet_weight, api_decay=settings.retrieval.api_decay,
+                   order_margin=settings.retrieval.api_order_margin)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         """Fused top k; ``SpecQuery(hydrate=False)`` leaves them as id/API/type stubs (cheap)."""

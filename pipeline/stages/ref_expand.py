@@ -98,10 +98,10 @@ class ReferenceExpander(BaseNodePostprocessor):
 
     @classmethod
     def from_settings(cls, lookup: ChunkLookup, settings: Settings) -> "ReferenceExpander":
-        return cls(lookup=lookup, max_depth=settings.max_depth, max_total_chunks=settings.max_total_chunks,
-                   token_limit=settings.context_token_limit, timeout_ms=settings.timeout_ms,
-                   prioritize_primary=settings.prioritize_primary,
-                   compact_references=settings.compact_references, closure_first=settings.closure_first)
+        return cls(lookup=lookup, max_depth=settings.retrieval.max_depth, max_total_chunks=settings.retrieval.max_total_chunks,
+                   token_limit=settings.context.context_token_limit, timeout_ms=settings.retrieval.timeout_ms,
+                   prioritize_primary=settings.context.prioritize_primary,
+                   compact_references=settings.context.compact_references, closure_first=settings.context.closure_first)
 
     def follow_references(self, primary: list[NodeWithScore]) -> ReferenceExpansion:
         """Primary chunks plus their references, with every limit hit recorded."""

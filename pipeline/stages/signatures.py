@@ -34,8 +34,8 @@ class SignatureTier(BaseModel):
 
     @classmethod
     def from_settings(cls, lookup: ChunkLookup, settings) -> "SignatureTier":
-        return cls(lookup=lookup, depth=settings.context_signature_depth, token_limit=settings.context_token_limit,
-                   other_api_limit=settings.context_other_api_signatures)
+        return cls(lookup=lookup, depth=settings.context.context_signature_depth, token_limit=settings.context.context_token_limit,
+                   other_api_limit=settings.context.context_other_api_signatures)
 
     def signatures(self, ranked_ids: list[str], expansion: ReferenceExpansion,
                    selected_apis: Sequence[str] = (), spent: int = 0) -> list[ContextChunk]:

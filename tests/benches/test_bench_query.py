@@ -25,7 +25,7 @@ QUERIES = [q.query for q in load_query_set(REPO / "evals" / "sets" / "demo.jsonl
 
 
 def _demo_counts() -> tuple[int, int]:
-    apis = ingest_paths(DEMO, Settings().chunk_max_tokens, progress=False).apis
+    apis = ingest_paths(DEMO, Settings().ingest.chunk_max_tokens, progress=False).apis
     return len(apis), sum(len(a.chunks) for a in apis)
 
 
@@ -119,7 +119,7 @@ def test_cli_lexical_reuse_reports_baseline_unavailable(tmp_path, capsys):
     assert first["search_mode"] == "lexical" and first["baseline_latency_ms"] is None
     assert "lexical mode" in first["baseline_unavailable"] and first["ratio_p50"] is None
     assert not first["fresh_build"] and first["latency_ms"]["wall"]["n"] == 1
-    assert (corpus_settings(settings, DEMO).data_dir / "manifest.json").is_file()  # the corpus's own index
+    assert (corpus_settings(settings, DEMO).storage.data_dir / "manifest.json").is_file()  # the corpus's own index
     assert second["chunks"] == first["chunks"] and second["chunks_embedded"] == 0
     text = format_bench(BenchReport.model_validate(second))
     assert "not run: lexical mode" in text and "--reuse" in text and "n/a chunks/s" in text

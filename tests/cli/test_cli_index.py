@@ -45,7 +45,7 @@ def test_bench_uses_a_relative_data_dir_from_the_working_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["latency_ms"]["wall"]["n"] == 1 and report["chunks"] > 0
-    index = corpus_settings(Settings(_env_file=None, data_dir=tmp_path / "bench-data"), [DEMO_SPECS]).data_dir
+    index = corpus_settings(Settings(_env_file=None, data_dir=tmp_path / "bench-data"), [DEMO_SPECS]).storage.data_dir
     assert (index / "manifest.json").is_file()
     proc = run_cli("bench", "--corpus", str(DEMO_SPECS), "--queries", str(queries), "--json",
                    "--data-dir", "fresh-data", cwd=tmp_path, env=env)

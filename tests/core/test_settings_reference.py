@@ -1,13 +1,13 @@
-"""docs/configuration.md's settings tables are the ones the fields of Settings make, and list every field."""
+"""docs/configuration.md's settings tables are the ones the sections of Settings make, and list every field."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from specrag.core import settings_reference as ref
-from specrag.core.settings import Settings
+from specrag.core.settings import RetrievalSettings, Settings, StorageSettings
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -33,21 +33,23 @@ def test_the_doc_is_current():
 
 def test_every_field_is_listed_with_all_its_env_names_and_a_description():
     listed = rows(doc_part())
-    assert sorted(listed) == sorted(Settings.model_fields)
-    for name, field in Settings.model_fields.items():
+    assert sorted(listed) == sorted(Settings.flat_fields())
+    for name, (_, field) in Settings.flat_fields().items():
         names = ref.env_names(name, field)
         assert names and listed[name][0] == ", ".join(f"`{n}`" for n in names), name
         assert field.description and listed[name][5], f"{name} has no description"
     assert listed["llm_base_url"][0] == "`SPECRAG_LLM_BASE_URL`, `OPENAI_BASE_URL`"
 
 
-def test_each_section_has_fields_in_the_doc():
+def test_each_section_is_a_table_of_its_fields_in_the_doc():
     text = doc_part()
-    assert len(ref.SECTIONS) >= 8
-    for title, names in ref.SECTIONS.items():
-        assert names, title
+    titles = ref.sections()
+    assert len(titles) >= 8 and list(titles)[:2] == ["Storage", "Ingest limits"]
+    for title, (attribute, model) in titles.items():
+        assert model.model_fields, title
         body = text.split(f"### {title}\n", 1)[1].split("\n### ", 1)[0]
-        assert set(rows(body)) == set(names), title
+        assert f"`settings.{attribute}` (`{model.__name__}`)" in body
+        assert list(rows(body)) == list(model.model_fields), title  # in the section's own order
 
 
 def test_a_row_shows_default_bounds_and_type():
@@ -61,12 +63,23 @@ def test_a_row_shows_default_bounds_and_type():
     assert listed["otel_exporter"][4] == r"matches `^(none\|console\|otlp)$`"  # a pipe would split the cell
 
 
-def test_a_field_in_no_section_is_refused_by_name():
-    class More(Settings):
-        brand_new_knob: int = Field(1, description="new")
+def test_a_field_added_to_a_section_is_in_its_table_with_nothing_else_to_edit():
+    class MoreRetrieval(RetrievalSettings):
+        brand_new_knob: int = Field(1, ge=0, validation_alias=AliasChoices("RETRIEVAL_BRAND_NEW"), description="new")
 
-    with pytest.raises(ValueError, match="brand_new_knob"):
-        ref.render(More)
+    class More(Settings):
+        retrieval: MoreRetrieval = Field(default_factory=MoreRetrieval)
+
+    body = ref.render(More).split("### Retrieval\n", 1)[1].split("\n### ", 1)[0]
+    assert rows(body)["brand_new_knob"] == ["`RETRIEVAL_BRAND_NEW`", "`brand_new_knob`", "integer", "1", ">= 0", "new"]
+
+
+def test_two_sections_of_one_title_are_refused():
+    class Twice(Settings):
+        more: StorageSettings = Field(default_factory=StorageSettings)
+
+    with pytest.raises(ValueError, match="two settings sections are titled 'Storage'"):
+        ref.sections(Twice)
 
 
 def test_write_replaces_only_the_part_between_the_markers(tmp_path, capsys):

@@ -134,6 +134,6 @@ def test_the_method_prior_runs_before_producer_expansion_and_a_zero_weight_drops
 
     local, store = demo_index
     steps = build_engine(local, store).steps
-    assert [type(s) for s in steps] == [MethodPrior, ProducerExpander] and steps[0].weight == local.method_weight
+    assert [type(s) for s in steps] == [MethodPrior, ProducerExpander] and steps[0].weight == local.retrieval.method_weight
     assert [type(s) for s in build_engine(local.model_copy(update={"method_weight": 0.0}), store).steps] == [
         ProducerExpander]

@@ -23,7 +23,7 @@ class WrongSelector:
 
 
 def engine_with(demo_engine, fleet_weight: float) -> ApiQueryEngine:
-    retriever = HybridRetriever(demo_engine.retriever.index, top_k=demo_engine.settings.max_primary_results,
+    retriever = HybridRetriever(demo_engine.retriever.index, top_k=demo_engine.settings.retrieval.max_primary_results,
                                 fleet_weight=fleet_weight)
     return ApiQueryEngine(selector=WrongSelector(), expander=demo_engine.expander, retriever=retriever,
                           steps=demo_engine.steps, references=demo_engine.references,

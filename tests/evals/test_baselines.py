@@ -108,6 +108,6 @@ def test_demo_set_run_reports_the_flat_context_beside_the_engines(demo_index, de
     for q in run.queries:
         flat = q.baselines["flat"]
         assert flat.context_tokens == sum(flat.context_chunk_tokens) and q.context_tokens == sum(q.context_chunk_tokens)
-        assert flat.n_primary <= demo_engine.settings.max_primary_results
+        assert flat.n_primary <= demo_engine.settings.retrieval.max_primary_results
     write_run(run, tmp_path / "run")
     assert "| metric | engine | flat | delta | p |" in (tmp_path / "run" / "report.md").read_text()

@@ -90,6 +90,16 @@ def test_unknown_mode_or_setting_is_a_clear_error():
         run_eval([], engine_a(), users_lookup(), mode="fast", setting="fleet", run_info={})
 
 
+def test_settings_in_the_run_header_stay_one_flat_map_with_the_key_hidden():
+    from specrag.core.settings import Settings
+
+    settings = Settings(_env_file=None, openai_api_key="sk-x", max_depth=2)
+    header = run_eval([], engine_a(), users_lookup(), mode="offline", setting="fleet",
+                      run_info={"settings": settings}, progress=False).run.settings
+    assert sorted(header) == sorted(Settings.flat_fields())  # the report reads flat names (max_primary_results...)
+    assert header["openai_api_key"] == "***" and header["max_depth"] == 2 and header["data_dir"] == ".specrag"
+
+
 def test_write_run_results_json_and_report(run, tmp_path):
     write_run(run, tmp_path / "out")
     data = json.loads((tmp_path / "out" / "results.json").read_text())

@@ -21,7 +21,7 @@ def test_build_and_query_through_a_chroma_server(chroma_server, tmp_path, settin
     store = ChunkStore.open(settings, embed_model=embed_model)
     report = IndexBuilder(store, settings).build(mini_fleet(), progress=False)
     assert report.chunks_embedded == 11 and report.search_mode == "hybrid"
-    assert any((tmp_path / "server").iterdir()) and not (settings.data_dir / "chroma").exists()
+    assert any((tmp_path / "server").iterdir()) and not (settings.storage.data_dir / "chroma").exists()
     hits = store.vector_search("dog or cat", ["pets", "weather"], None, 5)
     assert hits[0].node.node_id == "pets:components/schemas/Pet"
     assert {h.node.metadata["source_file"] for h in hits} <= {"pets", "weather"}

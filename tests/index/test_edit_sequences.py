@@ -170,7 +170,7 @@ def answers(local, model) -> dict:
 
     store = ChunkStore.open(local, embed_model=model)
     try:
-        manifest = load_manifest(local.data_dir)
+        manifest = load_manifest(local.storage.data_dir)
         served = sorted(store.complete_api_ids())
         seen = {
             "manifest": {fid: (e.state.value, e.content_hash, e.n_chunks, e.chunks_digest)
@@ -304,7 +304,7 @@ def test_kill_9_at_a_random_point_then_index_answers_like_a_fresh_build(settings
         for step in range(steps):
             before = answers(local, embed_model)["served"]
             history.append(edit(corpus, rng, step))
-            where = killed_index(corpus, ours.data_dir, rng, tmp_path)
+            where = killed_index(corpus, ours.storage.data_dir, rng, tmp_path)
             history.append(where)
             killed += "(killed)" in where
             store = ChunkStore.open(local, embed_model=embed_model)  # as `specrag serve` opens it: no repair

@@ -25,7 +25,7 @@ QUERIES = ["create a user", "list pets by tag", "weather forecast for a city"]
 
 def demo_texts() -> list[str]:
     """The embed texts of the demo specs' chunks: real texts, of many lengths."""
-    apis = ingest_paths([DEMO_SPECS], Settings().chunk_max_tokens, progress=False).apis
+    apis = ingest_paths([DEMO_SPECS], Settings().ingest.chunk_max_tokens, progress=False).apis
     return [embed_text(chunk) for api in apis for chunk in api.chunks]
 
 
@@ -63,7 +63,7 @@ def test_vectors_are_those_of_llama_index_fastembed(embed_model):
 
     embedder = as_embedder(embed_model)
     texts = demo_texts()
-    library = FastEmbedEmbedding(model_name=Settings().embed_model, embed_batch_size=embeddings.EMBED_BATCH_SIZE,
+    library = FastEmbedEmbedding(model_name=Settings().embeddings.embed_model, embed_batch_size=embeddings.EMBED_BATCH_SIZE,
                                  specific_model_path=str(MODEL_DIR))
     assert embedder.model_id == f"{library.class_name()}:{library.model_name}"
     assert np.array_equal(np.asarray(embedder.embed_documents(texts)), np.asarray(library.get_text_embedding_batch(texts)))

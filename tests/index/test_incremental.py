@@ -23,11 +23,11 @@ def _pets_v2():
 
 def test_unchanged_specs_are_skipped(settings, embed_model):
     _build(settings, embed_model, mini_fleet())[0].close()
-    before = load_manifest(settings.data_dir)
+    before = load_manifest(settings.storage.data_dir)
     store, report = _build(settings, embed_model, mini_fleet())
     assert report.apis_unchanged == ["users", "pets", "weather"]
     assert report.chunks_embedded == 0 and not report.local_written and not report.apis_added
-    assert load_manifest(settings.data_dir).generation == before.generation
+    assert load_manifest(settings.storage.data_dir).generation == before.generation
     store.close()
 
 
@@ -58,7 +58,7 @@ def test_deleted_spec_is_removed(settings, embed_model):
     assert store.vector_search("weather forecast", None, None, 20)
     for search in (store.vector_search, store.lexical_search):
         assert all(h.node.metadata["source_file"] != "weather" for h in search("weather forecast", None, None, 20))
-    assert [p.name for p in (settings.data_dir / "local").iterdir()] == [load_manifest(settings.data_dir).local_dir]
+    assert [p.name for p in (settings.storage.data_dir / "local").iterdir()] == [load_manifest(settings.storage.data_dir).local_dir]
     store.close()
 
 
@@ -66,8 +66,8 @@ def test_new_model_rebuilds_everything(settings, embed_model):
     _build(settings, embed_model, mini_fleet())[0].close()
     store, report = _build(settings.model_copy(update={"embed_model": "none"}), None, mini_fleet())
     assert report.chunks_embedded == 0 and report.search_mode == "lexical" and "now none" in report.full_rebuild
-    assert settings.collection not in {c.name for c in store.client.list_collections()}
-    folders = [p.name for p in (settings.data_dir / "chroma").iterdir() if p.is_dir()]
+    assert settings.storage.collection not in {c.name for c in store.client.list_collections()}
+    folders = [p.name for p in (settings.storage.data_dir / "chroma").iterdir() if p.is_dir()]
     assert folders == []  # the dropped collection's HNSW folder too (Chroma leaves it: chroma#5259)
     assert report.apis_added == ["users", "pets", "weather"] and report.local_written
     assert store.lexical_search("forecast", None, None, 1)[0].node.node_id == "weather:paths/~1forecast/get"
@@ -81,7 +81,7 @@ def test_new_chunker_rebuilds_what_it_changes(settings, embed_model):
     store, report = _build(settings, embed_model, mini_fleet(), chunker_version="test-2")
     assert "chunker test-2" in report.full_rebuild and report.apis_unchanged == ["users", "pets", "weather"]
     assert report.chunks_embedded == 0 and not report.local_written
-    assert load_manifest(settings.data_dir).chunker_version == "test-2"
+    assert load_manifest(settings.storage.data_dir).chunker_version == "test-2"
     store.close()
     rechunked = [users_api(), _pets_v2(), weather_api()]
     store, report = _build(settings, embed_model, rechunked, chunker_version="test-3")
@@ -109,7 +109,7 @@ def test_bad_specs_are_left_out_and_the_rest_indexed(settings, caplog):
     assert report.apis_added == ["pets", "weather"]
     assert "not indexed: pets" in caplog.text and "same file_id" in caplog.text
     assert "not indexed: users" in caplog.text and "duplicate chunk ids" in caplog.text
-    assert set(load_manifest(settings.data_dir).apis) == {"pets", "weather"}
+    assert set(load_manifest(settings.storage.data_dir).apis) == {"pets", "weather"}
     assert store.lexical_search("forecast", None, None, 1)[0].node.node_id == "weather:paths/~1forecast/get"
     store.close()
 

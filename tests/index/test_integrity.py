@@ -42,7 +42,7 @@ def cli(tmp_path, monkeypatch, capsys):
         return code, out, err
 
     run.data = data
-    run.index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).data_dir
+    run.index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).storage.data_dir
     return run
 
 
@@ -175,7 +175,7 @@ def test_two_index_runs_at_once(tmp_path):
     runs = [json.loads(out) for out, _ in results]
     embedded = sorted(r["index"]["chunks_embedded"] for r in runs)
     assert embedded[0] == 0 and embedded[1] > 0  # one built, the other found it built
-    index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).data_dir
+    index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).storage.data_dir
     manifest = load_manifest(index_dir)
     assert not manifest.pending_ids()
     assert sorted(p.name for p in (index_dir / "local").iterdir()) == sorted([manifest.catalogs, manifest.local_dir])

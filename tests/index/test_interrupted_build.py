@@ -73,10 +73,10 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     store = ChunkStore.open(settings, embed_model=embed_model)
     IndexBuilder(store, settings).build(_fleet("1"), progress=False)
     store.close()
-    first_local = load_manifest(settings.data_dir).local_dir
+    first_local = load_manifest(settings.storage.data_dir).local_dir
 
-    _killed_build(tmp_path, _fleet("2"), settings.data_dir)
-    manifest = load_manifest(settings.data_dir)
+    _killed_build(tmp_path, _fleet("2"), settings.storage.data_dir)
+    manifest = load_manifest(settings.storage.data_dir)
     # books and music were written to Chroma, maps was being written: none of them is committed
     assert manifest.pending_ids() == {"books", "music", "maps"} and manifest.local_dir == first_local
 
@@ -107,14 +107,14 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     # the killed run's Chroma rows and the unchanged texts keep their vectors: only the two new
     # texts of each API the killed run never reached are embedded
     assert (report.chunks_embedded, report.chunks_reused) == (6, 18) and report.local_written
-    assert store.complete_api_ids() == set(NAMES) and not load_manifest(settings.data_dir).pending_ids()
+    assert store.complete_api_ids() == set(NAMES) and not load_manifest(settings.storage.data_dir).pending_ids()
     assert store.vectors.client.count() == 24
     maps_ids = [c.id for c in _topic_api("maps", "2").chunks]
     assert store.api_chunk_ids("maps") == maps_ids and set(store.get_chunks(maps_ids)) == set(maps_ids)
     assert "maps:paths/~1maps~1archive/get" not in store.get_chunks(["maps:paths/~1maps~1archive/get"])
     top = store.lexical_search("maps recommendations", None, None, 1)[0]
     assert top.node.node_id == "maps:paths/~1maps~1recommendations/get"
-    assert [p.name for p in (settings.data_dir / "local").iterdir()] == [load_manifest(settings.data_dir).local_dir]
+    assert [p.name for p in (settings.storage.data_dir / "local").iterdir()] == [load_manifest(settings.storage.data_dir).local_dir]
     store.close()
 
 
@@ -139,7 +139,7 @@ def test_serving_after_a_reindex_killed_while_an_api_is_pending_serves_every_api
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECRAG_", "OPENAI_"))} | {
         PAUSE_HOOK_ENV: "0", "SPECRAG_EMBED_MODEL_PATH": str(MODEL_DIR), "SPECRAG_ENV_FILE": str(tmp_path / "empty.env")}
     proc = subprocess.Popen([str(Path(sys.executable).parent / "specrag"), "index", str(specs), "--data-dir",
-                             str(served.data_dir)], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+                             str(served.storage.data_dir)], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     try:
         seen = ""
         while "pausing mid-build" not in seen:
@@ -149,7 +149,7 @@ def test_serving_after_a_reindex_killed_while_an_api_is_pending_serves_every_api
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    assert load_manifest(corpus_settings(served, [specs]).data_dir).pending_ids() == {"users_api"}
+    assert load_manifest(corpus_settings(served, [specs]).storage.data_dir).pending_ids() == {"users_api"}
 
     kbs = KnowledgeBases.open(served, keys=["specs"], embed_model=embed_model)
     try:

@@ -23,13 +23,13 @@ def test_lexical_build_and_query(lexical_settings, caplog):
     with caplog.at_level(logging.WARNING, logger="specrag.index.embeddings"):
         store = ChunkStore.open(lexical_settings)
         store_again = ChunkStore.open(lexical_settings)
-    expected_warnings = 0 if lexical_settings.embed_model == "none" else 1
+    expected_warnings = 0 if lexical_settings.embeddings.embed_model == "none" else 1
     assert len([r for r in caplog.records if "lexical-only" in r.getMessage()]) == expected_warnings
     assert store.search_mode == store_again.search_mode == "lexical"
 
     report = IndexBuilder(store, lexical_settings).build(mini_fleet(), progress=False)
     assert report.search_mode == "lexical" and report.chunks_embedded == 0 and report.local_written
-    assert not (lexical_settings.data_dir / "chroma").exists()  # no vectors kept, no Chroma touched
+    assert not (lexical_settings.storage.data_dir / "chroma").exists()  # no vectors kept, no Chroma touched
     assert store.vector_search("weather", None, None, 5) == []
     assert store.lexical_search("weather forecast", None, None, 1)[0].node.node_id == "weather:paths/~1forecast/get"
     assert {h.node.metadata["source_file"] for h in store.lexical_search("user", ["pets"], None, 10)} == {"pets"}

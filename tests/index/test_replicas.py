@@ -65,7 +65,7 @@ def specs(tmp_path) -> Path:
 
 
 def replica(settings, server: ChromaServer, name: str, **update):
-    return settings.model_copy(update={"data_dir": settings.data_dir.parent / name, "chroma_host": "127.0.0.1",
+    return settings.model_copy(update={"data_dir": settings.storage.data_dir.parent / name, "chroma_host": "127.0.0.1",
                                        "chroma_port": server.port, "openai_api_key": None, "llm_base_url": None,
                                        **update})
 
@@ -104,8 +104,8 @@ def test_a_replica_answers_from_what_another_published(server, specs, settings, 
     monkeypatch.setattr("specrag.index.vector_reuse.VectorSource.embed", _forbidden)  # ...and no embedding
     kbs = KnowledgeBases.open(two)
     kb = kbs.default(None)
-    assert kb.kb_id == local.data_dir.name and kb.store.search_mode == "hybrid"
-    assert kb.settings.data_dir == two.data_dir / "corpora" / local.data_dir.name
+    assert kb.kb_id == local.storage.data_dir.name and kb.store.search_mode == "hybrid"
+    assert kb.settings.storage.data_dir == two.storage.data_dir / "corpora" / local.storage.data_dir.name
     assert kb.store.manifest.generation == generation and kb.api_ids == {"users_api", "petstore_v2"}
     assert (kb.settings.catalogs_path / "catalog.json").read_bytes() == (local.catalogs_path / "catalog.json").read_bytes()
     first = answers(build_engine(local))
@@ -118,10 +118,10 @@ def test_specrag_query_on_a_fresh_replica_uses_the_corpus_on_the_server(server, 
     local, _ = index(replica(settings, server, "one"), [specs], embed_model)
     expected = build_engine(local).retrieve_context(QUERIES[0])
     for name, value in {"SPECRAG_CHROMA_HOST": "127.0.0.1", "SPECRAG_CHROMA_PORT": str(server.port),
-                        "SPECRAG_EMBED_MODEL_PATH": str(settings.embed_model_path)}.items():
+                        "SPECRAG_EMBED_MODEL_PATH": str(settings.embeddings.embed_model_path)}.items():
         monkeypatch.setenv(name, value)
     capsys.readouterr()
-    assert main(["query", QUERIES[0], "--data-dir", str(settings.data_dir.parent / "two"), "--json"]) == 0
+    assert main(["query", QUERIES[0], "--data-dir", str(settings.storage.data_dir.parent / "two"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in got["primary_chunks"]] == [c.id for c in expected.primary_chunks]
 
@@ -156,7 +156,7 @@ def test_corpora_have_collections_of_their_own_and_a_foreign_one_is_left_alone(s
     one = replica(settings, server, "one")
     users, _ = index(one, [specs / "users_api.yaml"], embed_model)
     count = vector_count(users)
-    assert count > 0 and collection_name(users) == f"specrag_chunks-{users.data_dir.name}"
+    assert count > 0 and collection_name(users) == f"specrag_chunks-{users.storage.data_dir.name}"
     pets, _ = index(one, [specs / "petstore_v2.json"], embed_model)
     assert collection_name(pets) != collection_name(users)
     assert vector_count(users) == count and vector_count(pets) > 0
@@ -212,9 +212,9 @@ def test_a_server_killed_mid_build_is_one_line_and_the_next_build_repairs(server
     assert "\n" not in str(caught.value) and f"127.0.0.1:{server.port}" in str(caught.value)
     monkeypatch.setattr(ChromaRows, "_call", real_call)
     server.start()  # same path, same port
-    stale = two.model_copy(update={"data_dir": two.data_dir / "corpora" / local.data_dir.name})
+    stale = two.model_copy(update={"data_dir": two.storage.data_dir / "corpora" / local.storage.data_dir.name})
     assert published_generation(ChunkStore(stale, None)) == published
-    assert not sync_corpus(stale) and not (stale.data_dir / "manifest.json").exists()  # rows and marker disagree
+    assert not sync_corpus(stale) and not (stale.storage.data_dir / "manifest.json").exists()  # rows and marker disagree
 
     repaired, run = index(one, [specs], embed_model)
     assert run.index["apis_repaired"] == (["users_api"] if kill_after == ".delete(" else [])
@@ -236,11 +236,11 @@ def test_a_damaged_publication_is_one_line_and_pulls_nothing(server, specs, sett
     companion.upsert(ids=["manifest.json#0"], documents=["not base64 at all!"], embeddings=[[0.0]],
                      metadatas=[{"path": "manifest.json", "part": 0, "parts": 1, "generation": generation}])
     two = replica(settings, server, "two")
-    target = two.model_copy(update={"data_dir": two.data_dir / "corpora" / local.data_dir.name})
+    target = two.model_copy(update={"data_dir": two.storage.data_dir / "corpora" / local.storage.data_dir.name})
     with pytest.raises(IndexDamagedError) as caught:
         sync_corpus(target)
     assert "\n" not in str(caught.value) and "specrag index" in str(caught.value)
-    assert not (target.data_dir / "manifest.json").exists()
+    assert not (target.storage.data_dir / "manifest.json").exists()
 
 
 def _forbidden(*args, **kwargs):
@@ -272,11 +272,11 @@ def test_a_half_published_corpus_is_skipped_and_the_intact_ones_served(server, s
 
     kbs = KnowledgeBases.open(two, embed_model=embed_model)
     try:
-        assert [kb.kb_id for kb in kbs.all_now()] == [users.data_dir.name]
+        assert [kb.kb_id for kb in kbs.all_now()] == [users.storage.data_dir.name]
         assert kbs.default(None).api_ids == {"users_api"}
     finally:
         kbs.close()
-    assert pets.data_dir.name in caplog.text and "skipped" in caplog.text
+    assert pets.storage.data_dir.name in caplog.text and "skipped" in caplog.text
     assert "1 of 2 corpora published" in caplog.text
 
     index(one, [pets_spec], embed_model)  # a later publish of pets completes
@@ -285,9 +285,9 @@ def test_a_half_published_corpus_is_skipped_and_the_intact_ones_served(server, s
     # corpora besides its own: KnowledgeBases.open does so only for a data dir with no index yet)
     kbs = KnowledgeBases.open(three, embed_model=embed_model)
     try:
-        assert sorted(kb.kb_id for kb in kbs.all_now()) == sorted([users.data_dir.name, pets.data_dir.name])
-        assert kbs.get(pets.data_dir.name).api_ids == {"petstore_v2"}
-        assert answers(kbs.get(pets.data_dir.name).engine) == answers(build_engine(pets))
+        assert sorted(kb.kb_id for kb in kbs.all_now()) == sorted([users.storage.data_dir.name, pets.storage.data_dir.name])
+        assert kbs.get(pets.storage.data_dir.name).api_ids == {"petstore_v2"}
+        assert answers(kbs.get(pets.storage.data_dir.name).engine) == answers(build_engine(pets))
     finally:
         kbs.close()
     assert "skipped" not in caplog.text

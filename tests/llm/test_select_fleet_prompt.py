@@ -27,7 +27,7 @@ def test_whole_corpus_catalog_is_shortlisted_under_the_budget(server, make_setti
     settings = make_settings()
     count = lambda text: len(get_tokenizer()(text))  # noqa: E731
     assert len(catalog.apis) > 600
-    assert count("\n".join(catalog_line(e) for e in catalog.apis)) > 5 * settings.selection_prompt_token_budget
+    assert count("\n".join(catalog_line(e) for e in catalog.apis)) > 5 * settings.llm.selection_prompt_token_budget
 
     selector = LLMApiSelector(build_llm(settings), catalog, KeywordApiSelector(catalog, load_api_indexes(tmp_path, catalog)),
                               prompts, settings)
@@ -37,7 +37,7 @@ def test_whole_corpus_catalog_is_shortlisted_under_the_budget(server, make_setti
     sent = server.user_texts()[0]
     assert sent == prompts.select_apis.format(**selector.prompt_vars(QUERY))  # the prompt file, formatted
     assert sent.startswith(prompts.select_apis.template.split("{", 1)[0])
-    assert count(sent) <= settings.selection_prompt_token_budget
+    assert count(sent) <= settings.llm.selection_prompt_token_budget
     shown = [line for line in sent.splitlines() if line.startswith("- ")]
     assert 20 <= len(shown) < len(catalog.apis)
     assert any(line.startswith("- tmdb:") for line in shown)  # the shortlist kept the right API

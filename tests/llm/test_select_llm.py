@@ -143,7 +143,7 @@ def test_shortlisting_with_the_real_keyword_selector(server, llm, prompts, setti
     assert stats.selected_apis \
         == ["api1042"]
     sent = server.user_texts()[0]
-    assert len(get_tokenizer()(sent)) <= settings.selection_prompt_token_budget
+    assert len(get_tokenizer()(sent)) <= settings.llm.selection_prompt_token_budget
     assert "- api1042: Movies Service 1042" in sent and sent.count("\n- api") < 2000
 
 

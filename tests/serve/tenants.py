@@ -36,8 +36,8 @@ def build_two_tenants(root: Path, demo_settings) -> tuple:
     mark_create_user(specs)
     beta, _ = update_index(settings.model_copy(update={"tenant": "beta"}), [specs], progress=False)
     beta_only, _ = update_index(settings.model_copy(update={"tenant": "beta"}), [only_beta], progress=False)
-    assert acme.data_dir.name == beta.data_dir.name and acme.data_dir != beta.data_dir
-    return settings, specs, acme.data_dir.name, beta_only.data_dir.name
+    assert acme.storage.data_dir.name == beta.storage.data_dir.name and acme.storage.data_dir != beta.storage.data_dir
+    return settings, specs, acme.storage.data_dir.name, beta_only.storage.data_dir.name
 
 
 def auth(tenant: str) -> dict[str, str]:

@@ -89,7 +89,7 @@ def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served_
 
     forget_parsed_indexes(old)
     answers_of_the_old_generation(KnowledgeBases([old]), old)
-    data = local.data_dir / "local"
+    data = local.storage.data_dir / "local"
     assert sorted(p.name for p in data.iterdir()) == sorted(new.store.manifest.live_files())
 
 

@@ -33,12 +33,12 @@ def test_the_watcher_swaps_in_a_new_generation_and_the_old_one_still_answers(ser
     mark_create_user(specs)
     local, _ = update_index(settings, [specs], progress=False)
     assert MARKER not in _create_user_text(kbs.all()[0])  # not yet swapped
-    with IndexLock(local.data_dir, 0):  # a build holds the lock: the watcher waits for it
+    with IndexLock(local.storage.data_dir, 0):  # a build holds the lock: the watcher waits for it
         assert watcher.check() == []
     assert watcher.check() == [old.kb_id] and watcher.swaps == 1
     new = kbs.all()[0]
     assert new is not old and served_generation(new) != served_generation(old)
-    assert not (local.data_dir / "local" / served_generation(old)).exists()  # the builder removed it
+    assert not (local.storage.data_dir / "local" / served_generation(old)).exists()  # the builder removed it
     assert MARKER in _create_user_text(new)
     assert MARKER not in _create_user_text(old)  # a request holding the old one finishes on it
     assert old.engine.retriever.retrieve("create a user")  # from its mapped (deleted) generation
@@ -53,7 +53,7 @@ def test_a_damaged_new_index_keeps_the_old_one_serving(served_copy, caplog):
     settings, specs, kbs = served_copy
     watcher = IndexWatcher(Tenants.local(kbs), interval_s=0.1)
     old = kbs.all()[0]
-    manifest_path(old.settings.data_dir).write_text("{not json")
+    manifest_path(old.settings.storage.data_dir).write_text("{not json")
     assert watcher.check() == [] and kbs.all()[0] is old
     assert "keeps serving" in caplog.text
     assert watcher.check() == []  # said once per change, not on every pass
@@ -89,9 +89,9 @@ def test_reindex_while_clients_send_requests_over_loopback(served_copy):
         try:
             time.sleep(1.0)
             mark_create_user(specs)
-            env = {"SPECRAG_EMBED_MODEL_PATH": str(LOCAL_MODEL), "SPECRAG_EMBED_MODEL": settings.embed_model}
+            env = {"SPECRAG_EMBED_MODEL_PATH": str(LOCAL_MODEL), "SPECRAG_EMBED_MODEL": settings.embeddings.embed_model}
             done = subprocess.run([sys.executable, "-m", "specrag.cli", "index", str(specs), "--data-dir",
-                                   str(settings.data_dir)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                                   str(settings.storage.data_dir)], cwd=ROOT, capture_output=True, text=True, timeout=300,
                                   env={**os.environ, **env})
             assert done.returncode == 0, done.stderr
             indexed = time.monotonic()

@@ -150,7 +150,7 @@ def test_a_stopped_chroma_server_delays_no_request_of_a_replica(tmp_path, chroma
             assert http.get("/readyz").json()["chroma"]["error"] is None
             local, took = _in_thread(lambda: synced_corpus_settings(fresh), 30)
             assert not isinstance(local, Exception), local
-            assert (local.data_dir / "manifest.json").is_file()
+            assert (local.storage.data_dir / "manifest.json").is_file()
     finally:
         os.kill(pid, signal.SIGCONT)
         kbs.close()

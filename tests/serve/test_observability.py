@@ -53,7 +53,7 @@ async def test_every_log_line_of_a_request_carries_its_request_id(client, kb_id,
     quiet_levels = {name: logging.getLogger(name).level for name in QUIET}  # the server's config, undone below
     handler = configure_json_logging(logging.INFO, stream, queued=queued)
     for kb in client._transport.app.state.tenants.knowledge_bases():  # the engine logs its stats from a worker thread
-        monkeypatch.setattr(kb.engine.settings, "log_retrieval_stats", True)
+        monkeypatch.setattr(kb.engine.settings.retrieval, "log_retrieval_stats", True)
     try:
         ids = [f"req-{i:04d}-test" for i in range(4)]
         responses = await asyncio.gather(*(

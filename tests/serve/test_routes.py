@@ -84,9 +84,9 @@ def test_an_indexed_corpus_is_served_by_folder_name_or_alias(demo_index):
     from specrag.serve.kbs import _existing
 
     local, _ = demo_index
-    root = local.model_copy(update={"data_dir": local.data_dir.parent.parent})
-    key = local.data_dir.name
-    assert _existing(root, key).data_dir == _existing(root, key.rsplit("-", 1)[0]).data_dir == local.data_dir
+    root = local.model_copy(update={"data_dir": local.storage.data_dir.parent.parent})
+    key = local.storage.data_dir.name
+    assert _existing(root, key).storage.data_dir == _existing(root, key.rsplit("-", 1)[0]).storage.data_dir == local.storage.data_dir
     with pytest.raises(IndexNotBuiltError, match=f"no index 'nope' .*indexed: {key}"):
         _existing(root, "nope")
 

@@ -26,7 +26,7 @@ def small_kbs(demo_index):
 
     local, store = demo_index
     engine = build_engine(local.model_copy(update={"context_token_limit": SMALL}), store=store)
-    return KnowledgeBases([KnowledgeBase(local.data_dir.name, local, engine, store)])
+    return KnowledgeBases([KnowledgeBase(local.storage.data_dir.name, local, engine, store)])
 
 
 @pytest.fixture(scope="module")

@@ -49,7 +49,7 @@ def big(tmp_path_factory):
     # this test is about size and splitting, not the time limit: a loaded 2-core machine may need
     # more than the default minute for 2,200 operations and their dependency graph
     limits = SpecLimits.from_settings().model_copy(update={"timeout_s": 600.0})
-    return ingest_paths([folder], Settings().chunk_max_tokens, workers=1, limits=limits)
+    return ingest_paths([folder], Settings().ingest.chunk_max_tokens, workers=1, limits=limits)
 
 
 def test_big_spec_ingests_next_to_a_broken_one(big):
@@ -61,7 +61,7 @@ def test_big_spec_ingests_next_to_a_broken_one(big):
 
 
 def test_no_chunk_exceeds_the_token_limit(big):
-    limit = Settings().chunk_max_tokens
+    limit = Settings().ingest.chunk_max_tokens
     chunks = big.apis[0].chunks
     assert max(c.n_tokens for c in chunks) <= limit
     for c in chunks:

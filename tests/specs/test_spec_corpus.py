@@ -18,12 +18,12 @@ pytestmark = [pytest.mark.slow,
 
 @pytest.fixture(scope="module")
 def first() -> CorpusIngest:
-    return ingest_paths([CORPUS], Settings().chunk_max_tokens)
+    return ingest_paths([CORPUS], Settings().ingest.chunk_max_tokens)
 
 
 @pytest.fixture(scope="module")
 def second() -> CorpusIngest:
-    return ingest_paths([CORPUS], Settings().chunk_max_tokens)
+    return ingest_paths([CORPUS], Settings().ingest.chunk_max_tokens)
 
 
 def _spec_files() -> set[Path]:
@@ -78,7 +78,7 @@ def test_referenced_by_is_the_exact_inverse_of_ref_ids(first):
 
 
 def test_no_chunk_over_the_token_limit(first):
-    limit = Settings().chunk_max_tokens
+    limit = Settings().ingest.chunk_max_tokens
     assert max(c.n_tokens for a in first.apis for c in a.chunks) <= limit
 
 

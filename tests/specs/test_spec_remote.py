@@ -38,7 +38,7 @@ def settings_for(tmp_path: Path, **changes) -> Settings:
 
 
 def ingest(path: Path, settings: Settings) -> ApiChunks:
-    result = ingest_spec(path, path.stem, settings.chunk_max_tokens, limits=SpecLimits.from_settings(settings))
+    result = ingest_spec(path, path.stem, settings.ingest.chunk_max_tokens, limits=SpecLimits.from_settings(settings))
     assert isinstance(result, ApiChunks), result
     return result
 
@@ -94,7 +94,7 @@ def test_failures_are_one_line_each_and_the_other_specs_still_ingest(server, tmp
     }
     assert all("\n" not in r for r in reasons.values())
     assert inputs.fetched == {"downloaded": 1, "not_modified": 0, "failed": 4}
-    result = ingest_paths(inputs.paths, settings.chunk_max_tokens, workers=1, limits=SpecLimits.from_settings(settings))
+    result = ingest_paths(inputs.paths, settings.ingest.chunk_max_tokens, workers=1, limits=SpecLimits.from_settings(settings))
     inputs.merge_into(result.report)
     assert result.report.specs_read == 1 and len(result.report.specs_skipped) == 4
     assert result.report.fetched["failed"] == 4

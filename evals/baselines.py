@@ -37,6 +37,8 @@ from specrag.context.nodes import chunk_to_node
 from specrag.core.fusion import weighted_rrf
 from specrag.core.ids import base_chunk_id
 from specrag.evals.metrics import ContextScores, RankingScores
+from specrag.index.embeddings import embed_model_id
+from specrag.index.vector_reuse import embed_sorted
 from specrag.specs.models import Chunk, ChunkType
 from specrag.specs.render import parameter_names, strip_markdown
 from specrag.stages.hybrid_retriever import HybridRetriever, SearchIndex
@@ -191,9 +193,6 @@ def _tokens(texts: list[str]):
 
 
 def _cached_vectors(model, docs: list[str], cache_dir: Path) -> np.ndarray:
-    from specrag.index.embeddings import embed_model_id
-    from specrag.index.vector_reuse import embed_sorted
-
     key = hashlib.sha256(json.dumps([embed_model_id(model), docs]).encode()).hexdigest()[:16]
     path = cache_dir / f"flat-{key}.npy"
     if path.is_file():

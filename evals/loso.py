@@ -19,8 +19,12 @@ import logging
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+from specrag.core.settings import Settings
+from specrag.engine.factory import build_engine
 from specrag.evals.querysets import load_query_sets
 from specrag.evals.runner import run_eval
+from specrag.index.store import ChunkStore
+from specrag.index.workspace import corpus_settings
 
 METRICS = ("selection_accuracy", "recall_at_10", "all_found_at_10", "mrr", "completeness")
 
@@ -37,8 +41,6 @@ class PointResult(BaseModel):
 
 
 def run_grid(grid: list[GridPoint], query_paths: list[Path], base_settings, store) -> list[PointResult]:
-    from specrag.engine.factory import build_engine
-
     queries = load_query_sets(query_paths)
     results = []
     for point in grid:
@@ -64,10 +66,6 @@ def loso_table(results: list[PointResult], metric: str = "recall_at_10") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from specrag.core.settings import Settings
-    from specrag.index.store import ChunkStore
-    from specrag.index.workspace import corpus_settings
-
     parser = argparse.ArgumentParser(prog="python -m specrag.evals.loso", description=__doc__.split("\n\n")[0])
     parser.add_argument("grid", type=Path)
     parser.add_argument("sets", type=Path, nargs="+")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from specrag.specs.ingest import ingest_paths
 from specrag.specs.limits import SpecLimits
 from specrag.specs.loader import SpecSource
 
@@ -42,8 +43,6 @@ def copy_corpus(paths: list[Path], dest: Path) -> list[Path]:
 
 def spec_files(paths: list[Path]) -> list[SpecFiles]:
     """Every spec of ``paths`` (one ingest, not timed), sorted by file_id."""
-    from specrag.specs.ingest import ingest_paths
-
     specs = []
     roots = [p.resolve() for p in paths]
     for api in ingest_paths(paths, progress=False).apis:

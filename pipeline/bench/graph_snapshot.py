@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 from specrag.engine.plan import plan_operations
+from specrag.specs.ingest import ingest_paths
 from specrag.specs.models import ApiChunks, ChunkType
 
 PLANS_PER_API = 200  # operations whose plan is fingerprinted (the first ones by id)
@@ -62,8 +63,6 @@ def snapshot(apis: list[ApiChunks]) -> GraphSnapshot:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from specrag.specs.ingest import ingest_paths
-
     parser = argparse.ArgumentParser(prog="python -m specrag.bench.graph_snapshot", description=__doc__)
     parser.add_argument("corpus", type=Path)
     parser.add_argument("out", type=Path)

@@ -30,9 +30,12 @@ from specrag.bench.report import (
     ratio,
 )
 from specrag.bench.serve import ServeRequest, ServeResult, peak_rss_mb
+from specrag.catalog.io import load_catalog
 from specrag.core.errors import SpecragError
 from specrag.core.latency import Latency
 from specrag.core.settings import Settings
+from specrag.index.embeddings import NO_EMBEDDINGS
+from specrag.index.workspace import update_index
 
 # the demo set shipped in the package; found without importing specrag.evals (it loads the engine's records)
 DEFAULT_QUERIES = Path(find_spec("specrag.evals").submodule_search_locations[0]) / "sets" / "demo.jsonl"
@@ -48,8 +51,6 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
     """Build (fresh or incremental), re-index after editing one spec (fresh builds only), then
     serve ``queries`` warm in child processes and report. ``copy=False``: ``corpus`` is already a
     private copy that may be edited."""
-    from specrag.index.workspace import update_index
-
     if not queries:
         raise BenchError("no queries to time: pass --queries SET.jsonl with at least one line")
     # The benchmark measures the offline pipeline: never call an LLM, even when one is configured.
@@ -80,8 +81,6 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
 
 def _report(settings, corpus, fresh, repeats, queries, run, served, compared, edit, why, build_rss, disk,
             kept) -> BenchReport:
-    from specrag.index.embeddings import NO_EMBEDDINGS
-
     index = run.index
     ours = Latency.of(served.wall_ms)
     latency = {"wall": ours} | {s: Latency.of(v) for s, v in served.stage_ms.items()}
@@ -107,8 +106,6 @@ def _report(settings, corpus, fresh, repeats, queries, run, served, compared, ed
 
 def _reindex(settings: Settings, local: Settings, paths: list[Path]) -> Reindex:
     """Edit one spec of the (private) corpus, then time `update_index` in a child process."""
-    from specrag.catalog.io import load_catalog
-
     spec = edit_one_spec(paths, load_catalog(local.catalogs_path).ids())
     request = ReindexRequest(settings=settings.model_dump(mode="json"), paths=[str(p) for p in paths])
     started = time.perf_counter()

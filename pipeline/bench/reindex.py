@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from specrag.bench.serve import peak_rss_mb
 from specrag.core.settings import Settings
+from specrag.index.workspace import update_index
 
 
 class ReindexRequest(BaseModel):
@@ -31,8 +32,6 @@ class ReindexResult(BaseModel):
 
 
 def reindex(request: ReindexRequest) -> ReindexResult:
-    from specrag.index.workspace import update_index
-
     started = time.perf_counter()
     _, run = update_index(Settings(**request.settings), [Path(p) for p in request.paths], progress=False)
     seconds = time.perf_counter() - started

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 from specrag.core.settings import Settings
+from specrag.index.store import HYBRID, ChunkStore
+from specrag.serve.concurrency import freeze_loaded
 
 BASELINE_TOP_K = 5
 STAGES = ("select", "expand", "search", "refs", "assemble", "total")
@@ -59,8 +61,6 @@ def peak_rss_mb() -> float:
 def _baseline(store, top_k: int):
     """A plain ``VectorStoreIndex`` top-k retriever over our Chroma collection, or (None, why)."""
     from llama_index.core import VectorStoreIndex
-    from specrag.index.store import HYBRID
-
     if store.embed_model is None:
         return None, ("lexical mode: no embedding model is loaded (SPECRAG_EMBED_MODEL=none, or the model "
                       "failed to load), so there are no vectors for a VectorStoreIndex top-k to search")
@@ -73,9 +73,9 @@ def _baseline(store, top_k: int):
 
 def serve(request: ServeRequest) -> ServeResult:
     """Open the engine over the built index and time every query (ours, then the baseline)."""
+    # lazy: the parent bench process imports this module for its models; the engine (openai, bm25s:
+    # ~1.5 s, and their RSS) loads only in this serving child
     from specrag.engine.factory import build_engine
-    from specrag.index.store import ChunkStore
-    from specrag.serve.concurrency import freeze_loaded
 
     settings = Settings(**request.settings)
     store = ChunkStore.open(settings)

@@ -35,6 +35,7 @@ class _Version(argparse.Action):
                          help=help or "show the installed version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
+        # lazy: importlib.metadata (~35 ms) only for --version, not on every parse
         from specrag.core.versions import package_versions
 
         version = package_versions(("specrag",)).get("specrag", "unknown (not installed)")

@@ -38,6 +38,7 @@ def _corpus(p: argparse.ArgumentParser) -> None:
 
 
 def apis(args: argparse.Namespace, settings: Settings) -> int:
+    # lazy: keeps the index lookup and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.index.lookup import api_listing
     from specrag.specs.sources import load_sources
 
@@ -68,6 +69,7 @@ def _urls(urls: list[str]) -> str:
 
 
 def show(args: argparse.Namespace, settings: Settings) -> int:
+    # lazy: keeps the index lookup and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.index.lookup import NotFound, get_operation
 
     _, index = open_index(args, settings, args.corpus)

@@ -95,6 +95,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_settings(args: argparse.Namespace) -> Settings:
+    # lazy: keeps pydantic-settings and python-dotenv (~0.3 s) out of the CLI's parse
     from specrag.core.envfile import explicit_env_file
     from specrag.core.settings import Settings
 
@@ -114,6 +115,7 @@ def offline(settings: Settings) -> Settings:
 
 def corpus_index(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None) -> Settings:
     """The corpus's settings: ``corpus`` indexed first (incrementally), else the last indexed one."""
+    # lazy: keeps the index builder and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.index.workspace import synced_corpus_settings, update_index
 
     if corpus:
@@ -126,6 +128,7 @@ def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path]
     """(corpus settings, engine); ``corpus`` is indexed first (incrementally), else the last one is
     used. ``overrides``: settings the command's flags set for this engine (``query --top-k``). The
     offline notice is said here, by the commands whose stages would use an LLM."""
+    # lazy: keeps the engine and LlamaIndex (~3 s) out of the CLI's parse
     from specrag.engine.factory import build_engine
 
     local = corpus_index(args, settings, corpus)
@@ -140,6 +143,7 @@ def open_engine(args: argparse.Namespace, settings: Settings, corpus: list[Path]
 def open_index(args: argparse.Namespace, settings: Settings, corpus: list[Path] | None) -> tuple[Settings, IndexLookup]:
     """(corpus settings, its index without an engine): the catalogs and chunks that listings,
     lookups and the dependency graph read; no embedding model is loaded, no LLM is involved."""
+    # lazy: keeps the store and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.index.lookup import IndexLookup
     from specrag.index.store import ChunkStore
 

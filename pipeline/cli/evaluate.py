@@ -52,6 +52,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def compare(args: argparse.Namespace, settings: Settings) -> int:
+    # lazy: keeps the eval harness and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.evals.compare import compare as compare_runs
     from specrag.evals.compare import format_comparison
     from specrag.evals.html_report import write_comparison
@@ -76,6 +77,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
         settings = offline(settings)
     elif not settings.llm_configured:
         raise SpecragError("--mode llm needs OPENAI_API_KEY or SPECRAG_LLM_BASE_URL (an OpenAI-compatible server)")
+    # lazy: keeps the eval harness, settings and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.core.settings import DEFAULT_PROMPTS_PACKAGE
     from specrag.evals.querysets import load_query_sets
     from specrag.evals.runner import run_eval, write_run
@@ -115,6 +117,7 @@ def evaluate(args: argparse.Namespace, settings: Settings) -> int:
 
 def every_llm_call_failed(run) -> bool:
     """At least one LLM call was made, and each one ended in a fallback (a cached answer was a success)."""
+    # lazy: keeps the LLM client (openai, LlamaIndex: ~4 s) out of the CLI's parse
     from specrag.core.llm import CALL_FAILURE_REASONS
 
     calls = sum(q.llm.calls for q in run.queries)

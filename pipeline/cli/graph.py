@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from specrag.cli.common import add_common, open_engine, open_index
 from specrag.cli.corpus import corpus_input
 from specrag.cli.query import TOKEN_BUDGET, api_list, question_argument
+from specrag.core.ids import parse_operation_id
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -51,6 +52,7 @@ def _corpus(p: argparse.ArgumentParser) -> None:
 
 def plan(args: argparse.Namespace, settings: Settings) -> int:
     question, apis = question_argument(args.question), api_list(args.apis)
+    # lazy: keeps the engine and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.engine.plan import render_plan
 
     _, engine = open_engine(args, settings, args.corpus)
@@ -59,6 +61,7 @@ def plan(args: argparse.Namespace, settings: Settings) -> int:
 
 def impact(args: argparse.Namespace, settings: Settings) -> int:
     """The dependency graph needs no engine: no embedding model, no LLM, no offline notice."""
+    # lazy: keeps the engine and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.engine.graph_queries import graph_queries
 
     _, index = open_index(args, settings, args.corpus)
@@ -70,6 +73,7 @@ def impact(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def deps(args: argparse.Namespace, settings: Settings) -> int:
+    # lazy: keeps the engine and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.engine.graph_queries import graph_queries
 
     _, index = open_index(args, settings, args.corpus)
@@ -127,8 +131,6 @@ def _counted(shown: int, total: int, noun: str, operations: int | None = None) -
 
 def _consumer_label(edge) -> str:
     """``id -> {petId} of GET /pets/{petId}``: the response's field, and the parameter it fills."""
-    from specrag.core.ids import parse_operation_id
-
     consumer = parse_operation_id(edge.consumer)
     what = f"{consumer[2]} {consumer[1]}" if consumer else edge.consumer
     return f"{edge.field} -> {{{edge.param}}} of {what}"

@@ -61,6 +61,7 @@ def api_list(value: str | None) -> list[str] | None:
 def query(args: argparse.Namespace, settings: Settings) -> int:
     question = question_argument(args.question)
     apis = api_list(args.apis)
+    # lazy: keeps the engine's renderer and LlamaIndex (~2.5 s) out of the CLI's parse
     from specrag.engine.markdown import render_markdown
 
     _, engine = open_engine(args, settings, args.corpus, **engine_overrides(args.token_budget, args.top_k))

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specrag.cli.common import add_common, number_in, number_of
+from specrag.cli.common import add_common, build_settings, number_in, number_of
 from specrag.cli.corpus import corpus_input
+from specrag.core.atomic import write_atomic
 from specrag.core.errors import SpecragError
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
     """(settings, tenants): with ``network`` False (stdio MCP) the local tenant, keys or not. A
     server that would refuse to start refuses first, before the service is imported or any corpus indexed."""
     settings, keys = _checked(args, settings, network)
+    # lazy: keeps the tenants, tracing and LlamaIndex (~4 s) out of the CLI's parse
     from specrag.serve.logs import configure_json_logging
     from specrag.serve.tenancy import Tenants
     from specrag.serve.tracing import install_instrumentation, otel_tracer
@@ -94,6 +96,7 @@ def _open(args: argparse.Namespace, settings: Settings, network: bool = True):
 
 def _checked(args: argparse.Namespace, settings: Settings, network: bool):
     """(settings with --host/--port, API keys), or ServeRefused: a non-loopback bind needs keys."""
+    # lazy: keeps pydantic-settings (~0.3 s) out of the CLI's parse
     from specrag.serve.keys import ApiKeys
 
     settings = settings.model_copy(update={k: v for k, v in (("serve_host", args.host), ("serve_port", args.port))
@@ -133,6 +136,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     if workers > 1:
         tenants.close()  # opened here once to index --corpus and to fail fast; each worker opens its own
         return _serve_workers(args, settings, workers)
+    # lazy: keeps the HTTP stack (fastapi, LlamaIndex: ~5 s) out of the CLI's parse
     from specrag.serve.app import create_app
     from specrag.serve.graph_wiring import routers
 
@@ -153,6 +157,7 @@ def _serve_workers(args: argparse.Namespace, settings: Settings, workers: int) -
     import shutil
     import tempfile
 
+    # lazy: keeps the index (~2 s) and prometheus_client (~80 ms) out of the CLI's parse
     import uvicorn
     from specrag.index.workspace import corpus_key
     from specrag.serve.metrics import MULTIPROCESS_DIR
@@ -174,7 +179,7 @@ def worker_app():
     import atexit
     import json
 
-    from specrag.cli.common import build_settings
+    # lazy: keeps the HTTP stack (fastapi, LlamaIndex: ~5 s) out of the CLI's parse
     from specrag.serve.app import create_app
     from specrag.serve.graph_wiring import routers
 
@@ -188,6 +193,7 @@ def worker_app():
 
 def mcp(args: argparse.Namespace, settings: Settings) -> int:
     settings, tenants = _open(args, settings, network=args.transport != "stdio")
+    # lazy: keeps the MCP and HTTP stacks (~5 s) out of the CLI's parse
     import anyio
     from specrag.serve.graph_wiring import mcp_tools
     from specrag.serve.mcp_http import streamable_http_app
@@ -207,6 +213,7 @@ def mcp(args: argparse.Namespace, settings: Settings) -> int:
 def openapi(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
+    # lazy: keeps the HTTP stack (fastapi, LlamaIndex: ~5 s) out of the CLI's parse
     from specrag.serve.graph_wiring import routers
     from specrag.serve.openapi import service_openapi, write_service_openapi
 
@@ -233,6 +240,7 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
     import tempfile
     from contextlib import ExitStack
 
+    # lazy: keeps the load test (pydantic, yaml ~0.2 s) and the index (~2 s) out of the CLI's parse
     from specrag.bench.hot_reindex import HotReindex, prepare
     from specrag.bench.loadtest import (
         LoadSpec,
@@ -267,7 +275,7 @@ def bench_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 def api_key(args: argparse.Namespace, settings: Settings) -> int:
     """The key is printed once, on stdout; only its SHA-256 is written."""
-    from specrag.core.atomic import write_atomic
+    # lazy: keeps pydantic-settings (~0.3 s) out of the CLI's parse
     from specrag.serve.keys import KeysFile, new_key_entry, read_keys_file
 
     key, entry = new_key_entry(args.key_tenant)

@@ -4,24 +4,30 @@ from __future__ import annotations
 
 from specrag.catalog.io import load_api_graph, load_api_indexes, load_catalog
 from specrag.core.errors import IndexNotBuiltError
+from specrag.core.llm import build_llm
+from specrag.core.prompts import PromptSet
 from specrag.core.settings import Settings
+from specrag.core.ttl_cache import TTLCache
+from specrag.engine.agentic.decompose import Decomposer
 from specrag.engine.graph_queries import GraphQueries
 from specrag.engine.query_engine import ApiQueryEngine
 from specrag.index.catalog_vectors import blend_with_centroids, catalog_vectors
 from specrag.index.embeddings import embed_model_id
+from specrag.index.store import ChunkStore
 from specrag.stages.api_select import KeywordApiSelector
+from specrag.stages.api_select_llm import LLMApiSelector
+from specrag.stages.expand_llm import LLMQueryExpander
 from specrag.stages.hybrid_retriever import HybridRetriever
 from specrag.stages.method_prior import MethodPrior
 from specrag.stages.producers import ProducerExpander
 from specrag.stages.query_expand import KeywordQueryExpander
 from specrag.stages.ref_expand import ReferenceExpander
 from specrag.stages.signatures import SignatureTier
+from specrag.stages.synthesize import Synthesizer
 
 
 def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     """An engine over the index in ``settings.data_dir`` (IndexNotBuiltError if there is none)."""
-    from specrag.index.store import ChunkStore
-
     store = store or ChunkStore.open(settings)
     catalogs = store.catalog_files  # the store's generation's: never those a build is rewriting
     catalog = load_catalog(catalogs)
@@ -43,14 +49,6 @@ def build_engine(settings: Settings, store=None) -> ApiQueryEngine:
     expander = KeywordQueryExpander(indexes.get)
     synthesizer = decomposer = None
     if settings.llm_configured:
-        from specrag.core.llm import build_llm
-        from specrag.core.prompts import PromptSet
-        from specrag.core.ttl_cache import TTLCache
-        from specrag.engine.agentic.decompose import Decomposer
-        from specrag.stages.api_select_llm import LLMApiSelector
-        from specrag.stages.expand_llm import LLMQueryExpander
-        from specrag.stages.synthesize import Synthesizer
-
         llm = build_llm(settings)
         prompts = PromptSet.load(settings.llm.prompts_dir)
         cache = TTLCache(settings.llm.llm_cache_size, settings.llm.llm_cache_ttl_s)

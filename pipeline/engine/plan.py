@@ -26,6 +26,7 @@ from collections import Counter
 
 from pydantic import BaseModel, Field, field_validator
 from specrag.context.knowledge import ContextChunk, RetrievalStats, output_metadata
+from specrag.context.nodes import chunk_to_node
 from specrag.core.analysis import index_tokens, query_terms
 from specrag.core.ids import operation_method
 from specrag.engine.agentic.split import split_question
@@ -234,8 +235,6 @@ def _bound_by(edges: list[DependencyEdge], param: str, candidates: list[str],
 def build_plan(engine, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> Plan:
     """``engine.plan``: one query, then the plan's steps with their contexts within ``token_budget``."""
     from llama_index.core.schema import NodeWithScore
-    from specrag.context.nodes import chunk_to_node
-
     ctx = engine.retrieve_context(question, apis=apis)
     stats, ranking = ctx.retrieval_stats, ctx.search.ranking
     chunks = engine.lookup.get_chunks(list(ranking))

@@ -42,6 +42,7 @@ from specrag.core.tokens import count_tokens
 from specrag.engine.agentic.decompose import Decomposer
 from specrag.engine.graph_queries import DepsReport, GraphQueries, ImpactReport
 from specrag.engine.markdown import render_markdown
+from specrag.engine.plan import build_plan
 from specrag.specs.example_request import example_from_metadata
 from specrag.specs.models import ChunkLookup
 from specrag.stages.events import StageEndEvent, dispatcher, emit
@@ -141,8 +142,6 @@ class ApiQueryEngine(CustomQueryEngine):
     # ---- plans and graph queries ----------------------------------------------------------
     def plan(self, question: str, apis: list[str] | None = None, token_budget: int | None = None) -> "Plan":
         """The operations the question needs in call order, each with its context and bindings."""
-        from specrag.engine.plan import build_plan
-
         return build_plan(self, question, apis=apis, token_budget=token_budget)
 
     def impact(self, api: str, schema: str) -> "ImpactReport":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import Enum
 
 from pydantic import BaseModel, Field
+from specrag.core.ids import parse_operation_id
 
 
 class EdgeSource(str, Enum):
@@ -57,8 +58,6 @@ class DependencyEdge(BaseModel):
 
     def label(self) -> str:
         """``GET /search/movie -> results[].id -> {movie_id}``."""
-        from specrag.core.ids import parse_operation_id
-
         producer = parse_operation_id(self.producer)
         what = f"{producer[2]} {producer[1]}" if producer else self.producer
         return f"{what} -> {self.field} -> {{{self.param}}}"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 from specrag.catalog.models import Catalog, CatalogEntry
+from specrag.index.vector_reuse import embed_sorted, text_hash
 
 logger = logging.getLogger(__name__)
 CACHE_FILE = "catalog.vectors.npz"
@@ -24,8 +25,6 @@ def entry_text(entry: CatalogEntry) -> str:
 
 def catalog_vectors(catalog: Catalog, embedder, model_id: str, catalog_dir: Path) -> np.ndarray:
     """Unit vectors, one row per catalog entry in catalog order (``embedder``: an ``Embedder``)."""
-    from specrag.index.vector_reuse import embed_sorted, text_hash
-
     path = catalog_dir / CACHE_FILE
     texts = [entry_text(e) for e in catalog.apis]
     hashes = np.asarray([text_hash(t) for t in texts], dtype=np.uint64)

@@ -53,6 +53,7 @@ class Embedder:
     @cached_property
     def llama(self) -> BaseEmbedding:
         """This model as a LlamaIndex ``BaseEmbedding`` (imports LlamaIndex: query side only)."""
+        # lazy: keeps llama_index.core (~2 s) out of `specrag index` (tests/index/test_build_imports.py)
         from specrag.index.llama_embedding import EmbedderEmbedding
 
         return EmbedderEmbedding(self, embed_batch_size=EMBED_BATCH_SIZE)

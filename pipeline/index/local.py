@@ -285,6 +285,7 @@ class LocalIndex:
             chunk_rows, scores = chunk_rows[first], scores[first]
         scale = vector_score if vector else float
         if not hydrate:
+            # lazy: keeps llama_index.core (~2 s) out of `specrag index` (tests/index/test_build_imports.py)
             from specrag.context.nodes import RankedRows
 
             return RankedRows(self, chunk_rows, scores, scale)
@@ -337,12 +338,14 @@ class LocalIndex:
 
     def node(self, row: int) -> TextNode:
         """A new node each call (callers may change theirs), from the row's cached metadata."""
+        # lazy: keeps llama_index.core (~2 s) out of `specrag index`
         from specrag.context.nodes import text_node
 
         node_id, text, metadata = self._node_parts(row)
         return text_node(node_id, text, dict(metadata))
 
     def _load_node_parts(self, row: int) -> tuple[str, str, dict]:
+        # lazy: keeps llama_index.core (~2 s) out of `specrag index`
         from specrag.context.nodes import node_parts
 
         # parsed here, not through the chunk cache: queries read operations as nodes, and their parsed

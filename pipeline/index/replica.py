@@ -30,6 +30,7 @@ from specrag.index.collections import (
     files_name,
     served_corpora,
 )
+from specrag.index.lock import IndexLock
 from specrag.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
 from specrag.index.pack_writer import NewApi, write_generation
 from specrag.index.publish import local_path, read_files
@@ -87,8 +88,6 @@ def pull(store: ChunkStore) -> int | None:
 def sync_corpus(settings: Settings) -> bool:
     """Pull the corpus's published generation when the local one differs (or is missing), under
     the index lock; True when a new generation was written."""
-    from specrag.index.lock import IndexLock
-
     store = ChunkStore(settings, None)
     try:
         published = published_generation(store)

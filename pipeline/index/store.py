@@ -239,6 +239,7 @@ class ChunkStore:
 
     def hydrate(self, hits: Sequence[NodeWithScore] | Sequence[Hit]) -> list[NodeWithScore]:
         """Replace stub nodes by the full chunks (one batched lookup), keeping order and scores."""
+        # lazy: keeps llama_index.core (~2 s) out of `specrag index` (tests/index/test_build_imports.py)
         from llama_index.core.schema import NodeWithScore
         from specrag.context.nodes import as_node_with_score
 

@@ -18,10 +18,22 @@ import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-from specrag.catalog.io import CatalogWriteReport, write_catalogs
+from specrag.catalog.io import CatalogWriteReport, load_catalog, write_catalogs
 from specrag.core.errors import IndexDamagedError, IndexNotBuiltError
 from specrag.core.settings import Settings
+from specrag.index.builder import IndexBuilder
+from specrag.index.catalog_vectors import catalog_vectors
+from specrag.index.embeddings import embed_model_id
+from specrag.index.lock import IndexLock
+from specrag.index.manifest import load_manifest
+from specrag.index.publish import publish
+from specrag.index.replica import pull, server_corpora, sync_corpus
+from specrag.index.store import ChunkStore
+from specrag.specs.incremental import ingest_changed
+from specrag.specs.ingest import no_usable_spec, require_spec_files
+from specrag.specs.limits import SpecLimits
 from specrag.specs.models import IngestReport
+from specrag.specs.sources import load_sources, save_sources
 
 CURRENT = "current"
 
@@ -52,7 +64,6 @@ def synced_corpus_settings(settings: Settings) -> Settings:
     uses the tenant's corpus on the server when it has exactly one."""
     if not settings.storage.chroma_host:
         return corpus_settings(settings)
-    from specrag.index.replica import server_corpora, sync_corpus
 
     try:
         local = corpus_settings(settings)
@@ -86,9 +97,6 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     this run made is removed again on any error (an interrupted run keeps it: the next run reuses
     what it embedded, and with no manifest yet no command sees it); ``current`` moves only when a
     run succeeds. So a failed run leaves the data dir as the next command would have found it."""
-    from specrag.index.lock import IndexLock
-    from specrag.specs.ingest import require_spec_files
-
     require_spec_files(paths)  # a wrong path fails here: no folder made, no model loaded
     progress = progress and sys.stderr.isatty()
     start = time.perf_counter()
@@ -108,14 +116,6 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
 
 def _update_locked(local: Settings, paths: list[Path], progress: bool, store):
     """``update_index``'s work under the index lock: (ingest, catalogs report, build report)."""
-    from specrag.index.builder import IndexBuilder
-    from specrag.index.publish import publish
-    from specrag.index.store import ChunkStore
-    from specrag.specs.incremental import ingest_changed
-    from specrag.specs.ingest import no_usable_spec
-    from specrag.specs.limits import SpecLimits
-    from specrag.specs.sources import load_sources, save_sources
-
     if local.storage.chroma_host:
         _start_from_server(local)
     if store is None:
@@ -172,10 +172,6 @@ def _start_from_server(local: Settings) -> None:
     """A data dir without an index of this corpus starts from the generation published on the
     server (replicas share it): the build then only redoes what changed, and never drops the
     corpus's collection as if it were new."""
-    from specrag.index.manifest import load_manifest
-    from specrag.index.replica import pull
-    from specrag.index.store import ChunkStore
-
     try:
         if load_manifest(local.storage.data_dir) is not None:
             return
@@ -192,9 +188,5 @@ def _cache_catalog_vectors(local: Settings, store) -> None:
     """Embed changed catalog entries now, while the model is loaded, not in the first query."""
     if store.search_mode != "hybrid":
         return
-    from specrag.catalog.io import load_catalog
-    from specrag.index.catalog_vectors import catalog_vectors
-    from specrag.index.embeddings import embed_model_id
-
     catalog_vectors(load_catalog(local.catalogs_path), store.embedder, embed_model_id(store.embedder),
                     local.catalogs_path)

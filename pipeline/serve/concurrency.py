@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
+from specrag.index.blas import one_blas_thread
+
 logger = logging.getLogger(__name__)
 
 
@@ -43,8 +45,6 @@ async def serving_threads(threads: int) -> AsyncIterator[None]:
     """Inside: the running loop's default executor has ``threads`` workers and BLAS runs
     single-threaded for the whole service (each search also limits itself, ``pipeline/index/blas.py``;
     held here, concurrent searches never restore another thread's setting in between)."""
-    from specrag.index.blas import one_blas_thread
-
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="specrag-request")
     loop.set_default_executor(executor)

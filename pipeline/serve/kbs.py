@@ -22,8 +22,16 @@ from specrag.catalog.io import load_catalog
 from specrag.catalog.models import ApiIndex, Catalog
 from specrag.core.errors import ChromaUnavailableError, IndexNotBuiltError, SpecragError
 from specrag.core.settings import DEFAULT_TENANT, Settings
+from specrag.engine.factory import build_engine
 from specrag.engine.query_engine import ApiQueryEngine
+from specrag.index.embeddings import build_embed_model
 from specrag.index.lookup import operation_names
+from specrag.index.manifest import load_manifest
+from specrag.index.replica import ReplicaSync, server_corpora, sync_corpus
+from specrag.index.store import ChunkStore
+from specrag.index.workspace import corpus_settings, update_index
+from specrag.serve.logs import request_id_var
+from specrag.specs.ingest import require_spec_files
 
 logger = logging.getLogger(__name__)
 OPERATION_NAMES_CACHE = 64
@@ -91,8 +99,6 @@ class KnowledgeBase:
     @classmethod
     def open(cls, store) -> "KnowledgeBase":
         """The knowledge base of an opened ``ChunkStore`` (its engine built here)."""
-        from specrag.engine.factory import build_engine
-
         local = store.settings
         kb = cls(local.storage.data_dir.name, local, build_engine(local, store=store), store)
         logger.info("knowledge base %s open: %d APIs, %s search", kb.kb_id, len(kb.api_ids), store.search_mode)
@@ -118,8 +124,6 @@ class KnowledgeBase:
     def refreshed(self) -> "KnowledgeBase | None":
         """This corpus reopened on its newer generation (pulled from the Chroma server first, when
         there is one), or None when it is current."""
-        from specrag.index.replica import sync_corpus
-
         if self.settings.storage.chroma_host is not None:
             sync_corpus(self.settings)
         return self.reopened_if_newer()
@@ -128,9 +132,6 @@ class KnowledgeBase:
         """This corpus reopened on the generation its manifest names now (written by any process:
         a build in this data dir, a replica's pull), or None when that is the one served (the same
         local index and catalogs snapshot)."""
-        from specrag.index.manifest import load_manifest
-        from specrag.index.store import ChunkStore
-
         on_disk, serving = load_manifest(self.settings.storage.data_dir), self.store.manifest
         if on_disk is None or (serving is not None and on_disk.live_files() == serving.live_files()):
             return None
@@ -151,8 +152,6 @@ class KnowledgeBases:
                  sync_s: float | None = None):
         """``private``: a kb_id not served here is another tenant's business: 403, not 404.
         ``sync_s``: with a Chroma server, how often a request checks for a newer published index."""
-        from specrag.index.replica import ReplicaSync
-
         self.tenant, self.private = tenant, private
         self._set(kbs)
         self._sync = ReplicaSync(sync_s) if sync_s is not None else None
@@ -231,11 +230,6 @@ class KnowledgeBases:
         """Index each corpus in ``corpora`` (incrementally) and open it, plus the indexed corpora
         named in ``keys``; with neither, every corpus indexed for ``settings.tenant``. Chroma is let
         go once built: serving reads only the local index."""
-        from specrag.index.embeddings import build_embed_model
-        from specrag.index.store import ChunkStore
-        from specrag.index.workspace import corpus_settings, update_index
-        from specrag.specs.ingest import require_spec_files
-
         for paths in corpora:  # a wrong --corpus fails before the model loads or a folder is made
             require_spec_files(paths)
         if not corpora and not keys:
@@ -313,8 +307,6 @@ class KnowledgeBases:
 def _in_request() -> bool:
     """On a running event loop, or in a worker thread a served request started (the request id
     the middleware sets travels with ``asyncio.to_thread`` and Starlette's thread pool)."""
-    from specrag.serve.logs import request_id_var
-
     try:
         asyncio.get_running_loop()
         return True
@@ -325,8 +317,6 @@ def _in_request() -> bool:
 def _pull_served(settings: Settings, keys: list[str], everything: bool) -> list[str]:
     """``keys`` (all the corpora published for this tenant when ``everything``), each local
     index brought to the generation published on the Chroma server, pulled when missing."""
-    from specrag.index.replica import server_corpora, sync_corpus
-
     served = server_corpora(settings)
     keys = sorted({*keys, *served}) if everything else keys
     for key in keys:

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Sequence
 
 from fastapi import APIRouter
+from specrag.serve.app import create_app
+from specrag.serve.kbs import KnowledgeBases
 
 
 def service_openapi(extra_routers: Sequence[APIRouter] = ()) -> dict:
     """The OpenAPI 3.1 document of the HTTP service (no knowledge base needs to be open)."""
-    from specrag.serve.app import create_app
-    from specrag.serve.kbs import KnowledgeBases
-
     return create_app(KnowledgeBases([]), extra_routers=extra_routers).openapi()
 
 

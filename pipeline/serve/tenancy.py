@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from specrag.core.errors import SpecragError
 from specrag.core.settings import Settings
+from specrag.index.embeddings import build_embed_model
 from specrag.serve.kbs import KnowledgeBase, KnowledgeBases
 from specrag.serve.keys import ApiKeys
 
@@ -54,8 +55,6 @@ class Tenants:
         """Without keys: ``settings.tenant``'s knowledge bases (``corpora`` indexed first). With keys:
         every keyed tenant's indexed corpora (``corpora`` / ``kb_keys`` apply to ``settings.tenant``);
         a tenant with no index yet is served with none (its requests get a one-line 503)."""
-        from specrag.index.embeddings import build_embed_model
-
         if not keys.configured:
             return cls.local(KnowledgeBases.open(settings, corpora, kb_keys))
         if settings.storage.catalog_dir is not None:

@@ -13,7 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 from specrag.context.knowledge import KnowledgeContext
+from specrag.engine.graph_queries import ImpactReport
 from specrag.engine.markdown import chunk_block, fenced, render_markdown
+from specrag.engine.plan import Plan, render_plan
 from specrag.index.lookup import ApiSummary, OperationDetail, SpecElement
 
 NAMES_SHOWN = 30  # ids listed in one line (references, cut references) before "and N more"
@@ -100,8 +102,6 @@ def context_markdown(ctx: KnowledgeContext) -> str:
 
 def plan_markdown(plan) -> str:
     """``specrag.engine.plan.Plan``: the calls in order (the CLI's view), then each step's context."""
-    from specrag.engine.plan import render_plan
-
     lines = ["# " + render_plan(plan), ""]
     for step in plan.steps:
         if step.context:
@@ -125,9 +125,6 @@ def impact_markdown(report) -> str:
 
 def markdown_of(found: Any) -> str:
     """The markdown of a plan or impact report; any other model (a planner of one's own) as JSON."""
-    from specrag.engine.graph_queries import ImpactReport
-    from specrag.engine.plan import Plan
-
     if isinstance(found, Plan):
         return plan_markdown(found)
     if isinstance(found, ImpactReport):

@@ -94,6 +94,7 @@ def shown_url(url: str) -> str:
 
 def resolve_inputs(settings: Settings, raw: list[str | Path]) -> CorpusInputs:
     """Paths for the ingest: list files expanded, URLs fetched (CorpusError for a missing list file)."""
+    # lazy: httpx (~0.2 s) only when an input is a URL
     from specrag.specs.remote import FetchError, RemoteFetcher, assign_stems
 
     entries = expand_inputs(raw)

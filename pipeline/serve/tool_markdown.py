@@ -17,6 +17,7 @@ from specrag.engine.graph_queries import ImpactReport
 from specrag.engine.markdown import chunk_block, fenced, render_markdown
 from specrag.engine.plan import Plan, render_plan
 from specrag.index.lookup import ApiSummary, OperationDetail, SpecElement
+from specrag.specs.example_request import example_text
 
 NAMES_SHOWN = 30  # ids listed in one line (references, cut references) before "and N more"
 HOW_TO_READ_OPERATIONS = ("Best first. `get_operation(api, operation)` reads one in full (the operation as "
@@ -65,6 +66,10 @@ def element_markdown(element: SpecElement | OperationDetail, schema_names: dict[
     if element.summary and element.type != "component":
         lines += [element.summary, ""]
     lines += _element_body(element, schema_names)
+    example = getattr(element, "example_request", None)
+    if example is not None:
+        lines += [f"## Example request ({example.tokens} tokens; fill the <...> and {{...}} placeholders)", "",
+                  *fenced(example_text(example), "bash"), ""]
     errors = getattr(element, "errors", None)
     if errors is not None:
         lines += ["## Error responses", ""] + _element_body(errors, schema_names)

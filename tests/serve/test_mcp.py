@@ -93,6 +93,7 @@ async def test_answers_are_markdown_with_the_result_beside_it(mcp_server):
                for o in ops.structured_content["operations"])
     assert text["op"].startswith("# POST /users (operationId `createUser`) · API `users_api`")
     assert "`User`, `UserCreate`" in text["op"] and "## Error responses" in text["op"]  # names get_schema takes
+    assert "## Example request" in text["op"] and op.structured_content["example_request"]["curl"] in text["op"]
     assert op.structured_content["text"] in text["op"] and op.structured_content["errors"]["text"] in text["op"]
     assert text["schema"].startswith("# schema `User` · API `users_api`") and "`Address`" in text["schema"]
     assert text["context"].startswith("# Context for: How do I create a user?")

@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from specrag.core import caches
 from specrag.core.envfile import default_env_file, key_for_dotenv_url
 from specrag.core.settings_errors import describe_validation_error
 from specrag.core.settings_sources import FlatNamesSource, field_keys, given_fields
@@ -450,6 +451,7 @@ class Settings(BaseSettings):
         return {name: field.annotation for name, field in cls.model_fields.items()}  # type: ignore[misc]
 
     @classmethod
+    @caches.register
     @cache
     def flat_fields(cls) -> dict[str, tuple[str, FieldInfo]]:
         """Every field of every section: name -> (its section's attribute, its FieldInfo). A flat name

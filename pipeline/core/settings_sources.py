@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, create_model
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, EnvSettingsSource, PydanticBaseSettingsSource
+from specrag.core import caches
 
 Settings = Any  # a sectioned settings class (sections(), flat_fields()): not imported, it imports this module
 
@@ -30,6 +31,7 @@ def field_keys(name: str, field: FieldInfo) -> list[str]:
     return [*aliases, name]
 
 
+@caches.register
 @cache
 def flat_view(settings_cls: type[Settings]) -> type[BaseSettings]:
     """A BaseSettings class with every section field at top level and the settings' config: what the
@@ -42,6 +44,7 @@ def flat_view(settings_cls: type[Settings]) -> type[BaseSettings]:
     return create_model("FlatSettings", __base__=FlatSettings, **fields)  # type: ignore[call-overload]
 
 
+@caches.register
 @cache
 def _key_index(settings_cls: type[Settings]) -> tuple[dict[str, str], dict[str, str]]:
     """(exact key -> field name, lower-cased key -> field name) over every section field."""

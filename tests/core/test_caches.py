@@ -8,6 +8,7 @@ import importlib
 import pytest
 from source_tree import module_files
 from specrag.core import caches
+from specrag.core.settings import Settings
 
 CACHE_DECORATORS = {"lru_cache", "cache"}  # functools' (bare, called or as functools.x)
 
@@ -90,6 +91,10 @@ def test_every_functools_cache_in_the_package_is_registered(registered):
 FILL = {
     "specrag.core.versions.package_versions": lambda f: f(("specrag",)),
     "specrag.core.fallbacks.NOTICES": lambda notices: notices._told.add(("select", "test")),
+    # keyed by the settings class: what its sections' flat names are
+    "specrag.core.settings_sources.flat_view": lambda f: f(Settings),
+    "specrag.core.settings_sources._key_index": lambda f: f(Settings),
+    "specrag.core.settings.Settings.flat_fields": lambda f: f(Settings),
 }
 TRIES = [(), ("getMovieCredits",), ("movie_id", "[]")]
 

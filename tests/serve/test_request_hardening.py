@@ -148,5 +148,6 @@ def test_serve_passes_uvicorn_a_header_size_limit(monkeypatch):
 
     seen = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: seen.update(options))
-    serve._uvicorn(object(), types.SimpleNamespace(serve_host="127.0.0.1", serve_port=8080, shutdown_timeout_s=1))
+    serve._uvicorn(object(), types.SimpleNamespace(serving=types.SimpleNamespace(
+        serve_host="127.0.0.1", serve_port=8080, shutdown_timeout_s=1)))
     assert seen["h11_max_incomplete_event_size"] == serve.MAX_HEADER_BYTES == 64 * 1024

@@ -166,7 +166,7 @@ class KnowledgeContext(BaseModel):
     @property
     def step_reasons(self) -> dict[str, str]:
         """Why the search placed each added step in the ranking, by chunk id."""
-        return {s.chunk_id: s.reason for s in self.search.added_steps}
+        return self.search.step_reasons
 
     @property
     def chunks(self) -> list[ContextChunk]:

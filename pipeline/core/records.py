@@ -119,6 +119,11 @@ class SearchResult(StageResult):
     type_filter_relaxed: bool = False
     added_steps: list[AddedStep] = Field(default_factory=list)
 
+    @property
+    def step_reasons(self) -> dict[str, str]:
+        """Why the search placed each added step in the ranking, by chunk id."""
+        return {s.chunk_id: s.reason for s in self.added_steps}
+
 
 class ReferenceExpansion(BaseModel):
     """The reference expansion: primaries plus every dependency admitted, and every cut named."""

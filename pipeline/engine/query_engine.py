@@ -251,7 +251,7 @@ def retrieval_stats(warnings: list[str], selection: ApiSelection, expansion: Que
         expanded_query=expansion.expanded_query, original_terms=list(expansion.original_terms),
         added_terms=list(expansion.added_terms), dropped_terms=list(expansion.dropped_terms),
         ranking=list(search.ranking), lookup_steps=[s.chunk_id for s in search.added_steps],
-        step_reasons={s.chunk_id: s.reason for s in search.added_steps},
+        step_reasons=search.step_reasons,
         intent=search.intent, type_filter_relaxed=search.type_filter_relaxed,
         refs_followed=refs.refs_followed, refs_missing=list(refs.refs_missing), refs_cut=list(refs.refs_cut),
         primaries_cut=list(refs.primaries_cut),

@@ -33,18 +33,23 @@ ROW_CODE_LIMIT = 63
 
 
 class BoundedRows(NamedTuple):
-    """A block as float32 rows (exact scores) and int8 codes (estimates, through ONNX Runtime)."""
+    """A block as float32 rows (exact scores) and int8 codes (estimates, through ONNX Runtime).
 
-    rows: np.ndarray  # float32, n x dim
+    The rows are the block's distinct vectors: ``row_of`` maps each of the block's rows to one,
+    so a text repeated across the fleet is stored, quantized and scored once."""
+
+    rows: np.ndarray  # float32, n distinct x dim
     codes: np.ndarray  # int8, dim x n (the product's weights; ONNX Runtime reads it, keep it alive)
     scales: np.ndarray  # float32, one per row: a row is about ``codes * scale``
     errors: np.ndarray  # float32, one per row: the norm of ``row - codes * scale``
     largest_norm: float
     product: "Int8Product | None"  # None: ONNX Runtime refused, every product is exact
+    row_of: np.ndarray  # int32 per block row: its distinct row
 
     @classmethod
-    def build(cls, steps, n: int, dim: int) -> "BoundedRows":
-        """From ``(offset, end, float rows)`` steps covering rows [0, n)."""
+    def build(cls, steps, n: int, dim: int, row_of: np.ndarray | None = None) -> "BoundedRows":
+        """From ``(offset, end, float rows)`` steps covering distinct rows [0, n); ``row_of``: each
+        block row's distinct row (None: every row is distinct)."""
         rows = np.empty((n, dim), dtype=np.float32)
         codes = np.empty((dim, n), dtype=np.int8)
         scales, errors = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
@@ -55,21 +60,22 @@ class BoundedRows(NamedTuple):
             residual = rows[first:last].astype(np.float64) - step_codes * scales[first:last, None].astype(np.float64)
             errors[first:last] = np.linalg.norm(residual, axis=1)
         largest_norm = float(np.linalg.norm(rows, axis=1).max()) if n else 0.0
-        return cls(rows, codes, scales, errors, largest_norm, Int8Product.create(codes) if n else None)
+        row_of = np.arange(n, dtype=np.int32) if row_of is None else np.asarray(row_of, dtype=np.int32)
+        return cls(rows, codes, scales, errors, largest_norm, Int8Product.create(codes) if n else None, row_of)
 
     @property
     def n_rows(self) -> int:
-        return len(self.rows)
+        return len(self.row_of)
 
     def times(self, queries: np.ndarray, start: int, end: int) -> np.ndarray:
-        """Exact cosines (queries x rows) of rows [start, end)."""
-        return queries @ self.rows[start:end].T
+        """Exact cosines (queries x rows) of block rows [start, end)."""
+        return queries @ self.rows[self.row_of[start:end]].T
 
     def estimates(self, queries: np.ndarray) -> list["Estimate"] | np.ndarray:
         """Per query, its cosines with every row as estimates within a bound (one product for all
         the queries); exact cosines when ONNX Runtime is not available."""
         if self.product is None or not len(self.rows):
-            return self.times(queries, 0, len(self.rows))
+            return self.times(queries, 0, self.n_rows)
         codes, query_scales = quantize_queries(queries)
         products = self.product(codes)
         out = []
@@ -80,8 +86,9 @@ class BoundedRows(NamedTuple):
             rounded = (code.astype(np.float64) - QUERY_ZERO) * query_scale
             bound = self.errors * np.float32(np.linalg.norm(rounded))
             bound += np.float32(np.linalg.norm(query - rounded) * self.largest_norm + ROUNDING)
+            approx, bound = approx[self.row_of], bound[self.row_of]  # per block row
             approx.flags.writeable = bound.flags.writeable = False  # kept for the query's later searches
-            out.append(Estimate(approx, bound, query, self.rows))
+            out.append(Estimate(approx, bound, query, self.rows, self.row_of))
         return out
 
 
@@ -91,15 +98,16 @@ class Estimate(NamedTuple):
     approx: np.ndarray  # float32 per row
     bound: np.ndarray  # float32 per row: |exact - approx| <= bound
     query: np.ndarray
-    rows: np.ndarray  # float32 rows (the estimate's row i is rows[i])
+    rows: np.ndarray  # float32 distinct rows
+    row_of: np.ndarray  # the estimate's row i is rows[row_of[i]]
 
     def span(self, start: int, end: int) -> "Estimate":
-        return Estimate(self.approx[start:end], self.bound[start:end], self.query, self.rows[start:end])
+        return Estimate(self.approx[start:end], self.bound[start:end], self.query, self.rows, self.row_of[start:end])
 
     def exact(self, offsets: np.ndarray) -> np.ndarray:
         """Exact cosines of the rows at ``offsets``, each computed the same way wherever it lies
         (equal rows score equal: ties are then broken by chunk id, as in a full product)."""
-        return np.einsum("ij,j->i", self.rows[offsets], self.query)
+        return np.einsum("ij,j->i", self.rows[self.row_of[offsets]], self.query)
 
     def best(self, k: int, keep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Offsets and exact cosines of every row scoring at least the ``k``-th best exact cosine

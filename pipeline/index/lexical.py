@@ -30,14 +30,22 @@ def document_terms(texts: list[str]) -> list[list[str]]:
 # ---- scoring -----------------------------------------------------------------------------
 
 class Postings:
-    """Term -> (rows, term frequencies), sorted by term then row; plus each row's length."""
+    """Term -> (documents, term frequencies), sorted by term then document; each document's
+    length; and each row's document. A document is a distinct token list: rows that repeat one
+    (versions of an API, shared schemas, copies) share its postings, and a query scores it once.
+    The corpus statistics still count rows (N, average length, df with each document counted as
+    often as rows use it), so every row's score is the one a posting per row would give."""
 
-    def __init__(self, vocab: list[str], ptr: np.ndarray, rows: np.ndarray, tf: np.ndarray, doc_len: np.ndarray):
+    def __init__(self, vocab: list[str], ptr: np.ndarray, docs: np.ndarray, tf: np.ndarray, doc_len: np.ndarray,
+                 doc_of: np.ndarray):
         self.vocab = vocab
-        self.ptr, self.rows, self.tf, self.doc_len = ptr, rows, tf, doc_len
-        n = len(doc_len)
-        self.avg_len = float(doc_len.mean()) if n else 1.0
-        df = np.diff(ptr).astype(np.float64)
+        self.ptr, self.docs, self.tf, self.doc_len, self.doc_of = ptr, docs, tf, doc_len, doc_of
+        n = len(doc_of)
+        self.avg_len = float(doc_len[doc_of].mean()) if n else 1.0
+        uses = np.bincount(doc_of, minlength=len(doc_len)).astype(np.int64)  # rows per document
+        used = np.zeros(len(docs) + 1, np.int64)
+        np.cumsum(uses[docs], out=used[1:])
+        df = (used[ptr[1:]] - used[ptr[:-1]]).astype(np.float64)  # rows holding each term
         self.idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32) if n else np.zeros(0, np.float32)
 
     @cached_property
@@ -54,22 +62,23 @@ class Postings:
         (4 bytes a posting: 5 MB for the fleet's 1.3M), so a query only adds them up (a query's
         ~17 terms and ~43k postings: 0.36 -> 0.10 ms)."""
         tf = self.tf.astype(np.float32)
-        norm = (K1 * ((1 - B) + B * self.doc_len[self.rows] / self.avg_len)).astype(np.float32)
+        norm = (K1 * ((1 - B) + B * self.doc_len[self.docs] / self.avg_len)).astype(np.float32)
         scores = np.repeat(self.idf, np.diff(self.ptr)) * (tf / (norm + tf))
         scores.flags.writeable = False
         return scores
 
     def totals(self, term_ids: tuple[int, ...]) -> np.ndarray:
-        """Every row's BM25 score (read-only). Summed in float32 in query-term order into one
-        array over all rows, as bm25s does; a row's score never depends on which rows a search
+        """Every row's BM25 score (read-only). Summed in float32 in query-term order per
+        document, as bm25s does per row; a row's score never depends on which rows a search
         allows, so one array serves every scope of a query (see ``LocalIndex.search``)."""
         totals = np.zeros(len(self.doc_len), dtype=np.float32)
         scores = self._scores
         for t in term_ids:
             start, end = self.ptr[t], self.ptr[t + 1]
-            np.add.at(totals, self.rows[start:end], scores[start:end])
-        totals.flags.writeable = False
-        return totals
+            np.add.at(totals, self.docs[start:end], scores[start:end])
+        rows = totals[self.doc_of]
+        rows.flags.writeable = False
+        return rows
 
 
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

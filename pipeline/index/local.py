@@ -85,7 +85,8 @@ class LocalIndex:
             start, end = header.blocks[kind]
             self._type_of[start:end] = t
         a = pack.arrays
-        self.postings = Postings(pack.vocab, a["post_ptr"], a["post_rows"], a["post_tf"], np.asarray(a["doc_len"]))
+        self.postings = Postings(pack.vocab, a["post_ptr"], a["post_docs"], a["post_tf"], np.asarray(a["doc_len"]),
+                                 np.asarray(a["doc_of"]))
         # type -> its whole block prepared for products (BoundedRows or QuantizedRows), once searched whole
         self._blocks: dict[str, BoundedRows | QuantizedRows] = {}
         # concurrent searches over the same whole blocks share one matrix product per block
@@ -251,9 +252,17 @@ class LocalIndex:
         return [{kind: product[i] for kind, product in products.items()} for i in range(len(queries))]
 
     def _prepared(self, start: int, end: int, exact: bool) -> "BoundedRows | QuantizedRows":
-        """Rows [start, end) prepared for products (no full-size temporary)."""
-        return (BoundedRows if exact else QuantizedRows).build(self._row_steps(start, end), end - start,
-                                                             self.vectors.shape[1])
+        """Rows [start, end) prepared for products (no full-size temporary), each distinct vector
+        once: the block's rows point to them."""
+        distinct, row_of = np.unique(self.pack.arrays["vector_of"][start:end], return_inverse=True)
+        return (BoundedRows if exact else QuantizedRows).build(self._distinct_steps(distinct), len(distinct),
+                                                             self.vectors.shape[1], row_of.reshape(-1))
+
+    def _distinct_steps(self, distinct: np.ndarray):
+        """The vectors at ``distinct`` as float16, ``CONVERT_ROWS`` at a time: (offset, end offset, rows)."""
+        for first in range(0, len(distinct), CONVERT_ROWS):
+            last = min(len(distinct), first + CONVERT_ROWS)
+            yield first, last, self.pack.distinct_vectors(distinct[first:last])
 
     def _row_steps(self, start: int, end: int):
         """Rows [start, end) as float16, ``CONVERT_ROWS`` at a time: (offset, end offset, rows)."""
@@ -410,7 +419,7 @@ class LocalIndex:
         """The API's vectors (float32, chunk order), or None in lexical mode."""
         if self.vectors is None or file_id not in self.header.apis:
             return None
-        return np.asarray(self.vectors[self.api_rows(file_id)], dtype=np.float32)
+        return self.pack.distinct_vectors(self.pack.arrays["vector_of"][self.api_rows(file_id)]).astype(np.float32)
 
 
 def _methods_key(methods: list[str] | None) -> tuple[str, ...] | None:
@@ -475,37 +484,46 @@ def cosine_of(score: float) -> float:
 
 
 class QuantizedRows(NamedTuple):
-    """A block as int8 codes with one float32 scale per row (a row is ``codes * scale``): a
-    quarter of float32's memory, and over a block too big for the CPU cache no slower (it reads a
-    quarter of the bytes: 2.6 against 3.1 ms for the fleet's 39.6k component rows, one thread).
-    The cosines differ from float32's by under 0.002."""
+    """A block as int8 codes with one float32 scale per distinct vector (a vector is ``codes *
+    scale``; ``row_of`` maps each block row to its vector): a quarter of float32's memory, and over
+    a block too big for the CPU cache no slower (it reads a quarter of the bytes: 2.6 against 3.1
+    ms for the fleet's 39.6k component rows, one thread). The cosines differ from float32's by
+    under 0.002."""
 
-    codes: np.ndarray  # int8, rows x dim
-    scales: np.ndarray  # float32, one per row
+    codes: np.ndarray  # int8, distinct vectors x dim
+    scales: np.ndarray  # float32, one per distinct vector
+    row_of: np.ndarray  # int32 per block row: its distinct vector
 
     @classmethod
-    def build(cls, steps, n: int, dim: int) -> "QuantizedRows":
-        """From ``(offset, end, float rows)`` steps covering rows [0, n)."""
+    def build(cls, steps, n: int, dim: int, row_of: np.ndarray | None = None) -> "QuantizedRows":
+        """From ``(offset, end, float rows)`` steps covering distinct vectors [0, n)."""
         codes, scales = np.empty((n, dim), dtype=np.int8), np.empty(n, dtype=np.float32)
         for first, last, rows in steps:
             codes[first:last], scales[first:last] = quantize(rows)
-        return cls(codes, scales)
+        row_of = np.arange(n, dtype=np.int32) if row_of is None else np.asarray(row_of, dtype=np.int32)
+        return cls(codes, scales, row_of)
 
     @property
     def n_rows(self) -> int:
-        return len(self.scales)
+        return len(self.row_of)
 
     def estimates(self, queries: np.ndarray) -> np.ndarray:
-        """Cosines (queries x rows) of every row."""
-        return self.times(queries, 0, self.n_rows)
+        """Cosines (queries x rows) of every row: each distinct vector scored once."""
+        return self._distinct_times(queries, None)[:, self.row_of]
 
     def times(self, queries: np.ndarray, start: int, end: int) -> np.ndarray:
-        """Cosines (queries x rows) of rows [start, end), widened to float32 a step at a time."""
-        out = np.empty((len(queries), end - start), dtype=np.float32)
-        for first in range(start, end, PRODUCT_ROWS):
-            last = min(end, first + PRODUCT_ROWS)
-            out[:, first - start:last - start] = queries @ self.codes[first:last].astype(np.float32).T
-        out *= self.scales[start:end]
+        """Cosines (queries x rows) of rows [start, end)."""
+        return self._distinct_times(queries, self.row_of[start:end])
+
+    def _distinct_times(self, queries: np.ndarray, vectors: np.ndarray | None) -> np.ndarray:
+        """Cosines (queries x ``vectors``; None: all of them), widened to float32 a step at a time."""
+        n = len(self.scales) if vectors is None else len(vectors)
+        out = np.empty((len(queries), n), dtype=np.float32)
+        for first in range(0, n, PRODUCT_ROWS):
+            last = min(n, first + PRODUCT_ROWS)
+            codes = self.codes[first:last] if vectors is None else self.codes[vectors[first:last]]
+            out[:, first:last] = queries @ codes.astype(np.float32).T
+        out *= self.scales if vectors is None else self.scales[vectors]
         return out
 
 

@@ -9,10 +9,13 @@ are one block. Each piece is stored once:
 - ``ids.json`` (chunk id per row), ``ordinal.npy`` (place in its API's chunk list);
 - ``chunks.bin`` + ``chunk_offsets.npy``: each chunk (text and metadata) as zlib-compressed
   JSON, read only for the chunks a query returns;
-- ``vectors.npy`` (float16 unit vectors; absent in lexical mode), ``embed_hash.npy`` (64-bit
-  hash of each embed text, so an unchanged text is never embedded twice);
-- ``vocab.json``, ``post_ptr.npy``, ``post_rows.npy``, ``post_tf.npy``, ``doc_len.npy``:
-  term postings for BM25 (lexical.py).
+- ``vectors.npy`` (float16 unit vectors, one per distinct embed text, in the order of their
+  first row; absent in lexical mode), ``vector_of.npy`` (each row's vector), ``embed_hash.npy``
+  (64-bit hash of each row's embed text, so an unchanged text is never embedded twice). A fleet
+  repeats texts (versions of one API, shared schemas, copies): each is stored and scored once;
+- ``vocab.json``, ``post_ptr.npy``, ``post_docs.npy``, ``post_tf.npy``: term postings for BM25
+  (lexical.py) over documents (distinct token lists: ``doc_of.npy`` is each row's, ``doc_len.npy``
+  and ``doc_hash.npy`` each document's length and 64-bit hash of its tokens).
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 from specrag.core.errors import IndexDamagedError
 
-PACK_FORMAT = 1
+PACK_FORMAT = 2  # 2: vectors once per distinct embed text (vector_of.npy)
 HEADER = "pack.json"
 TYPE_ORDER = ("endpoint", "component", "errors")
-ARRAYS = ("ordinal", "embed_hash", "post_ptr", "post_rows", "post_tf", "doc_len", "chunk_offsets")
+ARRAYS = ("ordinal", "embed_hash", "vector_of", "post_ptr", "post_docs", "post_tf", "doc_len", "doc_of", "doc_hash",
+          "chunk_offsets")
 _CRC_BLOCK = 1 << 20
+RUN_GAP = 8  # distinct vectors this close are read in one run
 
 
 class ApiRows(BaseModel):
@@ -51,6 +56,7 @@ class PackHeader(BaseModel):
     generation: int
     n_rows: int
     dim: int = Field(0, description="vector width; 0 when the index is lexical only")
+    n_vectors: int = Field(0, description="distinct vectors (rows of vectors.npy)")
     embed_model: str
     lexical_version: str
     blocks: dict[str, tuple[int, int]] = Field(description="chunk type -> [start, end) rows")
@@ -122,10 +128,19 @@ class Pack:
         except (OSError, ValueError) as exc:
             raise IndexDamagedError(f"{folder} is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from exc
         n = header.n_rows
-        shapes_ok = (len(ids) == n and len(arrays["chunk_offsets"]) == n + 1 and len(arrays["doc_len"]) == n
-                     and len(arrays["post_ptr"]) == len(vocab) + 1 and (vectors is None or vectors.shape == (n, header.dim)))
+        n_docs = len(arrays["doc_len"])
+        shapes_ok = (len(ids) == n and len(arrays["chunk_offsets"]) == n + 1 and len(arrays["doc_of"]) == n
+                     and len(arrays["doc_hash"]) == n_docs and len(arrays["vector_of"]) == n
+                     and len(arrays["post_ptr"]) == len(vocab) + 1 and len(arrays["post_tf"]) == len(arrays["post_docs"])
+                     and (vectors is None or vectors.shape == (header.n_vectors, header.dim)))
         if not shapes_ok:
             raise IndexDamagedError(f"{folder}: its files disagree on the number of rows")
+        if vectors is not None and n and not (0 <= int(arrays["vector_of"].min())
+                                              and int(arrays["vector_of"].max()) < header.n_vectors):
+            raise IndexDamagedError(f"{folder}: vector_of.npy points outside vectors.npy")
+        if not (_within(arrays["doc_of"], n_docs) and _within(arrays["post_docs"], n_docs)
+                and _ascending(arrays["post_ptr"], len(arrays["post_docs"]))):
+            raise IndexDamagedError(f"{folder}: its BM25 postings point outside their documents")
         return cls(folder, header, arrays, ids, vocab, vectors)
 
     def record(self, row: int) -> bytes:
@@ -135,10 +150,30 @@ class Pack:
         return zlib.decompress(self._read("chunks.bin", start, end - start))
 
     def vector_rows(self, start: int, end: int) -> np.ndarray:
-        """The float16 vectors of rows [start, end), read from the file (see the class docstring)."""
-        dim = self.header.dim
-        data = self._read("vectors.npy", self._vectors_offset + start * dim * 2, (end - start) * dim * 2)
-        return np.frombuffer(data, dtype=self.vectors.dtype).reshape(end - start, dim)
+        """The float16 vectors of rows [start, end) (rows that share a text share a vector)."""
+        return self.distinct_vectors(self.arrays["vector_of"][start:end])
+
+    def distinct_vectors(self, indexes: np.ndarray) -> np.ndarray:
+        """The float16 vectors at ``indexes`` of vectors.npy, read from the file (see the class
+        docstring) one run of consecutive indexes at a time."""
+        indexes = np.asarray(indexes, dtype=np.int64)
+        out = np.empty((len(indexes), self.header.dim), dtype=np.float16)
+        if not len(indexes):
+            return out
+        order = np.argsort(indexes, kind="stable")
+        ordered = indexes[order]
+        # runs of nearby indexes, each one read (a few unneeded rows cost less than a read each)
+        breaks = np.flatnonzero(np.diff(ordered) > RUN_GAP) + 1
+        for lo, hi in zip(np.concatenate(([0], breaks)), np.concatenate((breaks, [len(ordered)]))):
+            first, last = int(ordered[lo]), int(ordered[hi - 1]) + 1
+            run = self._vector_block(first, last)
+            out[order[lo:hi]] = run[ordered[lo:hi] - first]
+        return out
+
+    def _vector_block(self, first: int, last: int) -> np.ndarray:
+        row = self.header.dim * 2
+        data = self._read("vectors.npy", self._vectors_offset + first * row, (last - first) * row)
+        return np.frombuffer(data, dtype=np.float16).reshape(last - first, self.header.dim)
 
     def _read(self, name: str, offset: int, size: int) -> bytes:
         parts, done = [], 0
@@ -155,12 +190,14 @@ class Pack:
         offsets = self.arrays["chunk_offsets"]
         return _copy_range(self.folder / "chunks.bin", int(offsets[start]), int(offsets[end]), out)
 
-    def copy_vectors(self, start: int, end: int, out) -> int:
-        """Append the float16 vectors of rows [start, end) to ``out`` (file reads: the page
-        cache carries the copy, not this process's memory)."""
-        row = self.header.dim * 2
-        return _copy_range(self.folder / "vectors.npy", self._vectors_offset + start * row,
-                           self._vectors_offset + end * row, out)
+
+
+def _within(array: np.ndarray, n: int) -> bool:
+    return not len(array) or (0 <= int(array.min()) and int(array.max()) < n)
+
+
+def _ascending(ptr: np.ndarray, total: int) -> bool:
+    return len(ptr) > 0 and int(ptr[0]) == 0 and int(ptr[-1]) == total and bool((np.diff(ptr) >= 0).all())
 
 
 def _pread(path: Path, fd: int, size: int, offset: int) -> bytes:

@@ -9,14 +9,16 @@ import os
 import shutil
 import zlib
 from collections import Counter
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from specrag.index.lexical import LEXICAL_VERSION, document_terms
 from specrag.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, seal
+from specrag.index.vector_reuse import text_hash
 from specrag.specs.models import Chunk
+
+WRITE_ROWS = 8192  # distinct vectors gathered and written per step (6 MB as float16)
 
 
 @dataclass
@@ -51,21 +53,19 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
     ids: list[str] = [""] * n
     ordinal, embed_hash = np.zeros(n, np.int32), np.zeros(n, np.uint64)
     offsets = np.zeros(n + 1, np.int64)
-    with open(tmp / "chunks.bin", "wb") as records, (open(tmp / "vectors.npy", "wb") if dim else nullcontext()) as vectors:
-        if dim:
-            np.lib.format.write_array_header_1_0(vectors, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float16)),
-                                                           "fortran_order": False, "shape": (n, dim)})
+    sources = _VectorSources(n, old, new) if dim else None
+    with open(tmp / "chunks.bin", "wb") as records:
         for span in spans:
             rows = slice(span.start, span.end)
             if span.old is not None:
                 s, e = span.old
                 ids[rows] = old.ids[s:e]
                 ordinal[rows], embed_hash[rows] = old.arrays["ordinal"][s:e], old.arrays["embed_hash"][s:e]
-                if dim:
-                    old.copy_vectors(s, e, vectors)
                 old_offsets = old.arrays["chunk_offsets"]
                 offsets[span.start + 1:span.end + 1] = old_offsets[s + 1:e + 1] - old_offsets[s] + offsets[span.start]
                 old.copy_records(s, e, records)
+                if sources is not None:
+                    sources.old_span(span.start, span.end, s)
                 continue
             api, positions = span.new
             for row, i in zip(range(span.start, span.end), positions):
@@ -73,18 +73,65 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
                 records.write(data)
                 offsets[row + 1] = offsets[row] + len(data)
                 ids[row], ordinal[row], embed_hash[row] = api.chunks[i].id, i, api.embed_hashes[i]
-            if dim:
-                vectors.write(_unit(api.vectors[positions]).astype(np.float16).tobytes())
+            if sources is not None:
+                sources.new_span(span.start, api, positions)
+    vector_of = sources.write(tmp / "vectors.npy", embed_hash, dim) if sources is not None else np.zeros(n, np.int32)
     vocab, post = _postings(old, spans, n, retokenize)
-    for name, array in (("ordinal", ordinal), ("embed_hash", embed_hash), ("chunk_offsets", offsets), *post.items()):
+    for name, array in (("ordinal", ordinal), ("embed_hash", embed_hash), ("vector_of", vector_of),
+                        ("chunk_offsets", offsets), *post.items()):
         np.save(tmp / f"{name}.npy", array)
     (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
     (tmp / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    header = seal(tmp, PackHeader(generation=generation, n_rows=n, dim=dim, embed_model=embed_model,
-                                  lexical_version=LEXICAL_VERSION, blocks=blocks, apis=apis))
+    n_vectors = int(vector_of.max()) + 1 if sources is not None and n else 0
+    header = seal(tmp, PackHeader(generation=generation, n_rows=n, dim=dim, n_vectors=n_vectors,
+                                  embed_model=embed_model, lexical_version=LEXICAL_VERSION, blocks=blocks, apis=apis))
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
     return header
+
+
+class _VectorSources:
+    """Where each row's vector comes from (the previous generation's vector, or a new API's
+    chunk), so the generation stores each distinct embed text's vector once, in first-row order."""
+
+    def __init__(self, n: int, old: Pack | None, new: list[NewApi]):
+        self.old, self.new = old, new
+        self.old_vector = np.full(n, -1, np.int64)  # the previous generation's vector index
+        self.new_api = np.full(n, -1, np.int32)  # else: index in ``new`` and the chunk's position
+        self.new_pos = np.zeros(n, np.int32)
+        self._api_index = {id(api): i for i, api in enumerate(new)}
+
+    def old_span(self, start: int, end: int, old_start: int) -> None:
+        self.old_vector[start:end] = self.old.arrays["vector_of"][old_start:old_start + end - start]
+
+    def new_span(self, start: int, api: NewApi, positions: list[int]) -> None:
+        self.new_api[start:start + len(positions)] = self._api_index[id(api)]
+        self.new_pos[start:start + len(positions)] = positions
+
+    def write(self, path: Path, embed_hash: np.ndarray, dim: int) -> np.ndarray:
+        """Write the distinct vectors to ``path``; each row's index into them."""
+        _, first, inverse = np.unique(embed_hash, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # distinct texts in the order of their first row
+        rank = np.empty(len(order), np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        first_rows = first[order]
+        unit: dict[int, np.ndarray] = {}  # new API index -> its unit float16 vectors
+        with open(path, "wb") as out:
+            np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float16)),
+                                                       "fortran_order": False, "shape": (len(order), dim)})
+            for lo in range(0, len(first_rows), WRITE_ROWS):
+                rows = first_rows[lo:lo + WRITE_ROWS]
+                step = np.empty((len(rows), dim), np.float16)
+                from_old = self.old_vector[rows] >= 0
+                if from_old.any():
+                    step[from_old] = self.old.distinct_vectors(self.old_vector[rows[from_old]])
+                for i in np.flatnonzero(~from_old):
+                    a = int(self.new_api[rows[i]])
+                    if a not in unit:
+                        unit[a] = _unit(self.new[a].vectors).astype(np.float16)
+                    step[i] = unit[a][self.new_pos[rows[i]]]
+                out.write(step.tobytes())
+        return rank[inverse.reshape(-1)].astype(np.int32)
 
 
 def _plan(old: Pack | None, keep: list[str], new: list[NewApi]):
@@ -117,29 +164,39 @@ def _plan(old: Pack | None, keep: list[str], new: list[NewApi]):
 
 
 def _postings(old: Pack | None, spans: list[_Span], n: int, retokenize: bool):
-    """Postings of the new generation: copied (rows renumbered) for old spans, tokenized for new.
-
-    Old postings stay in term order (the vocabulary keeps their relative order and row numbers
-    only shift), so a stable sort by term appends the new rows' postings after them."""
+    """Postings of the new generation over documents (distinct token lists): the previous
+    generation's documents that kept rows still use are copied (renumbered in their order, so
+    their postings stay sorted), new rows are tokenized and share a document when their tokens
+    repeat one. Each row's document is ``doc_of``."""
+    doc_of = np.full(n, -1, np.int64)
     vocab: list[str] = []
-    parts_rows, parts_terms, parts_tf = [], [], []
-    doc_len = np.zeros(n, np.int32)
+    parts_docs, parts_terms, parts_tf = [], [], []
+    doc_len: list[np.ndarray] = []
+    doc_hash: list[np.ndarray] = []
+    n_docs = 0
+    known: dict[int, int] = {}  # document hash -> document
     old_spans = [s for s in spans if s.old is not None]
     if old is not None and old_spans and not retokenize:
-        row_map = np.full(old.header.n_rows, -1, np.int32)
+        old_doc_of = old.arrays["doc_of"]
+        used = np.unique(np.concatenate([old_doc_of[s.old[0]:s.old[1]] for s in old_spans]))
+        doc_map = np.full(len(old.arrays["doc_len"]), -1, np.int64)
+        doc_map[used] = np.arange(len(used))
         for s in old_spans:
-            row_map[s.old[0]:s.old[1]] = np.arange(s.start, s.end, dtype=np.int32)
-            doc_len[s.start:s.end] = old.arrays["doc_len"][s.old[0]:s.old[1]]
-        rows = row_map[old.arrays["post_rows"]]
-        kept = rows >= 0
+            doc_of[s.start:s.end] = doc_map[old_doc_of[s.old[0]:s.old[1]]]
+        docs = doc_map[old.arrays["post_docs"]]
+        kept = docs >= 0
         term_of = np.repeat(np.arange(len(old.vocab), dtype=np.int32), np.diff(old.arrays["post_ptr"]))
         counts = np.bincount(term_of[kept], minlength=len(old.vocab))
-        used = np.flatnonzero(counts)
-        vocab = [old.vocab[i] for i in used]
-        parts_rows.append(rows[kept])
-        parts_terms.append(np.repeat(np.arange(len(used), dtype=np.int32), counts[used]))
+        in_use = np.flatnonzero(counts)
+        vocab = [old.vocab[i] for i in in_use]
+        parts_docs.append(docs[kept])
+        parts_terms.append(np.repeat(np.arange(len(in_use), dtype=np.int32), counts[in_use]))
         parts_tf.append(np.asarray(old.arrays["post_tf"])[kept])
-        del rows, kept, row_map, term_of
+        doc_len.append(np.asarray(old.arrays["doc_len"])[used])
+        doc_hash.append(np.asarray(old.arrays["doc_hash"])[used])
+        known = dict(zip(doc_hash[0].tolist(), range(len(used))))
+        n_docs = len(used)
+        del docs, kept, term_of, doc_map
     term_id = {t: i for i, t in enumerate(vocab)}
     fresh = [s for s in spans if s.old is None or retokenize]
     texts, rows_of = [], []
@@ -150,23 +207,33 @@ def _postings(old: Pack | None, spans: list[_Span], n: int, retokenize: bool):
             api, positions = s.new
             texts += [api.chunks[i].search_text for i in positions]
         rows_of += range(s.start, s.end)
-    rows_l, terms_l, tf_l = [], [], []
+    docs_l, terms_l, tf_l, len_l, hash_l = [], [], [], [], []
     for row, tokens in zip(rows_of, document_terms(texts) if texts else []):
-        doc_len[row] = len(tokens)
-        for term, count in Counter(tokens).items():
-            rows_l.append(row)
-            terms_l.append(term_id.setdefault(term, len(term_id)))
-            tf_l.append(min(count, 65535))
+        key = text_hash("\0".join(tokens))
+        doc = known.get(key)
+        if doc is None:
+            doc = known[key] = n_docs
+            n_docs += 1
+            len_l.append(len(tokens))
+            hash_l.append(key)
+            for term, count in Counter(tokens).items():
+                docs_l.append(doc)
+                terms_l.append(term_id.setdefault(term, len(term_id)))
+                tf_l.append(min(count, 65535))
+        doc_of[row] = doc
     vocab = list(term_id)
-    parts_rows.append(np.asarray(rows_l, np.int32))
+    parts_docs.append(np.asarray(docs_l, np.int64))
     parts_terms.append(np.asarray(terms_l, np.int32))
     parts_tf.append(np.asarray(tf_l, np.uint16))
+    doc_len.append(np.asarray(len_l, np.int32))
+    doc_hash.append(np.asarray(hash_l, np.uint64))
     terms = np.concatenate(parts_terms)
     order = np.argsort(terms, kind="stable")
     ptr = np.zeros(len(vocab) + 1, np.int64)
     np.cumsum(np.bincount(terms, minlength=len(vocab)), out=ptr[1:])
-    return vocab, {"post_ptr": ptr, "post_rows": np.concatenate(parts_rows)[order],
-                   "post_tf": np.concatenate(parts_tf)[order], "doc_len": doc_len}
+    return vocab, {"post_ptr": ptr, "post_docs": np.concatenate(parts_docs).astype(np.int32)[order],
+                   "post_tf": np.concatenate(parts_tf)[order], "doc_len": np.concatenate(doc_len).astype(np.int32),
+                   "doc_of": doc_of.astype(np.int32), "doc_hash": np.concatenate(doc_hash).astype(np.uint64)}
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:

@@ -66,7 +66,7 @@ class VectorSource:
             if row is None:
                 out.append(h)
             else:
-                self._known[h] = np.asarray(self._previous.vectors[row], dtype=np.float32)
+                self._known[h] = self._previous.pack.vector_rows(row, row + 1)[0].astype(np.float32)
         return out
 
     def offer(self, hashes: list[int], vectors) -> None:

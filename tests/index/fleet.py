@@ -76,3 +76,13 @@ def weather_api(version: str = "1") -> ApiChunks:
 
 def mini_fleet() -> list[ApiChunks]:
     return [users_api(), pets_api(), weather_api()]
+
+
+def renamed(api_chunks: ApiChunks, file_id: str) -> ApiChunks:
+    """The API under another file_id: the same texts (a copy, or a version that repeats them)."""
+    old = api_chunks.api.file_id
+    chunks = [Chunk.model_validate_json(c.model_dump_json().replace(f'"{old}:', f'"{file_id}:')
+                                        .replace(f'"file_id":"{old}"', f'"file_id":"{file_id}"'))
+              for c in api_chunks.chunks]
+    info = api_chunks.api.model_copy(update={"file_id": file_id, "source": f"{file_id}.yaml"})
+    return ApiChunks(api=info, chunks=chunks, refs=RefStats())

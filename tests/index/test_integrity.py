@@ -72,7 +72,7 @@ DAMAGE = {
     "truncated manifest": (lambda cli: _truncate(cli.index_dir / "manifest.json"), "manifest.json is truncated"),
     "deleted manifest": (lambda cli: (cli.index_dir / "manifest.json").unlink(), "manifest.json is missing"),
     "truncated chunk store": (lambda cli: _truncate(_local(cli) / "chunks.bin"), "chunks.bin is truncated"),
-    "truncated BM25 postings": (lambda cli: _truncate(_local(cli) / "post_rows.npy"), "post_rows.npy is truncated"),
+    "truncated BM25 postings": (lambda cli: _truncate(_local(cli) / "post_docs.npy"), "post_docs.npy is truncated"),
     "deleted BM25 vocabulary": (lambda cli: (_local(cli) / "vocab.json").unlink(), "vocab.json is missing"),
     "deleted vectors": (lambda cli: (_local(cli) / "vectors.npy").unlink(), "vectors.npy is missing"),
     "altered vectors": (lambda cli: _flip_byte(_local(cli) / "vectors.npy"), "vectors.npy fails its checksum"),

@@ -36,8 +36,9 @@ def test_records_and_vectors_read_back_as_written(folder):
     pack = Pack.open(folder)
     n = pack.header.n_rows
     assert [json.loads(pack.record(row))["id"] for row in range(n)] == pack.ids
-    np.testing.assert_array_equal(pack.vector_rows(0, n), pack.vectors)
-    np.testing.assert_array_equal(pack.vector_rows(2, 5), pack.vectors[2:5])
+    vector_of = pack.arrays["vector_of"]
+    np.testing.assert_array_equal(pack.vector_rows(0, n), pack.vectors[vector_of])
+    np.testing.assert_array_equal(pack.vector_rows(2, 5), pack.vectors[vector_of[2:5]])
     assert pack.vector_rows(3, 3).shape == (0, pack.header.dim)
 
 
@@ -48,7 +49,7 @@ def test_reading_every_record_maps_no_page_of_them(folder):
         pack.record(row)
     pack.vector_rows(0, pack.header.n_rows)
     assert not _mapped("chunks.bin")
-    assert _mapped("post_rows.npy")  # the BM25 postings stay mapped: every query reads a few
+    assert _mapped("post_docs.npy")  # the BM25 postings stay mapped: every query reads a few
 
 
 def test_a_file_cut_short_after_opening_is_damage(folder):

@@ -131,9 +131,15 @@ def served_files(catalog_dir: Path) -> list[tuple[str, Path]]:
     generation's snapshot holds; [] without a catalog."""
     if not (catalog_dir / CATALOG_FILE).is_file():
         return []
-    return [(CATALOG_FILE, catalog_dir / CATALOG_FILE)] + [
-        (f"{folder}/{p.name}", p) for folder in (INDEX_DIR, GRAPH_DIR) for p in sorted((catalog_dir / folder).glob("*.json*"))
-        if p.name.endswith((GRAPH_SUFFIX, LEGACY_GRAPH_SUFFIX)) and not p.name.startswith(".")]
+    files = [(CATALOG_FILE, catalog_dir / CATALOG_FILE)]
+    for folder in (INDEX_DIR, GRAPH_DIR):
+        try:
+            names = sorted(n for n in os.listdir(catalog_dir / folder)
+                           if n.endswith((GRAPH_SUFFIX, LEGACY_GRAPH_SUFFIX)) and not n.startswith("."))
+        except FileNotFoundError:
+            continue
+        files += [(f"{folder}/{n}", catalog_dir / folder / n) for n in names]
+    return files
 
 
 def _write_api(api: ApiChunks, files: RenderedApi, catalog_dir: Path, report: CatalogWriteReport) -> _ApiCatalogState:

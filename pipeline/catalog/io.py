@@ -1,17 +1,24 @@
-"""Catalog files: ``catalog.json``, ``indexes/{file_id}.json`` and ``graphs/{file_id}.json``.
+"""Catalog files: ``catalog.json``, ``indexes/{file_id}.json`` and ``graphs/{file_id}.json.gz``.
 
-Output is deterministic (sorted keys and lists), and a file is written only when its bytes
-change, so regenerating after one spec changed rewrites only that API's index and the catalog.
-``catalog.state.json`` remembers each API's entry, spec hash and index file hash, so an index
-run that did not re-read a spec reuses its entry instead of rebuilding it from its chunks.
+Output is deterministic (sorted keys and lists; graphs gzip'd with a zero mtime), and a file is
+written only when its bytes change, so regenerating after one spec changed rewrites only that
+API's index and graph and the catalog. The graphs are internal (read on demand by the query path)
+and ~30x smaller compressed; the indexes are user-facing JSON and stay plain. ``graphs/*.json``
+of an index written before is still read, and the next index run compresses it.
+``catalog.state.json`` remembers each API's entry, spec hash and index file hash and stamp (size,
+mtime_ns), so an index run that did not re-read a spec reuses its entry instead of rebuilding it
+from its chunks, hashing its index file only when the stamp moved.
 A served index reads them from its generation's snapshot (snapshot.py), the ``load_*`` functions
 taking either: the folder is the builder's working copy.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import os
+import zlib
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -29,6 +36,8 @@ from specrag.specs.models import ApiChunks, ApiInfo, Chunk, RefStats
 CATALOG_FILE = "catalog.json"
 INDEX_DIR = "indexes"
 GRAPH_DIR = "graphs"  # the dependency graph of each API, beside its index: read on demand, never at start
+GRAPH_SUFFIX, LEGACY_GRAPH_SUFFIX = ".json.gz", ".json"  # gzip'd; plain JSON in indexes written before
+GRAPH_MAX_BYTES = 256 << 20  # a graph that inflates past this is damage, not a graph (the fleet's largest: 5 MB)
 STATE_FILE = "catalog.state.json"
 INDEX_CACHE = 64  # parsed detailed indexes kept (a query reads those of the 2-3 APIs it selected)
 
@@ -37,6 +46,8 @@ class _ApiCatalogState(BaseModel):
     content_hash: str
     entry: CatalogEntry
     index_sha256: str
+    index_stamp: tuple[int, int] | None = Field(None, description="(size, mtime_ns) of the index file when its hash "
+                                                                  "was last checked: vouches for it while unchanged")
 
 
 class CatalogWriteReport(BaseModel):
@@ -70,7 +81,8 @@ class RenderedApi(NamedTuple):
 
 
 def render_api(api: ApiChunks) -> RenderedApi:
-    return RenderedApi(_dump(api_index(api)), None if api.graph is None else _dump(api.graph), catalog_entry(api))
+    graph = None if api.graph is None else gzip.compress(_dump(api.graph), 6, mtime=0)
+    return RenderedApi(_dump(api_index(api)), graph, catalog_entry(api))
 
 
 def write_catalogs(apis: list[ApiChunks], catalog_dir: Path, kept: dict[str, ApiInfo] | None = None,
@@ -87,22 +99,25 @@ def write_catalogs(apis: list[ApiChunks], catalog_dir: Path, kept: dict[str, Api
         state[api.api.file_id] = _write_api(api, files, catalog_dir, report)
     for fid, info in sorted((kept or {}).items()):
         cached, path = previous.get(fid), catalog_dir / INDEX_DIR / f"{fid}.json"
-        if cached is not None and cached.content_hash == info.content_hash and _sha256_of(path) == cached.index_sha256:
-            state[fid] = cached
+        vouched = _vouched(path, cached) if cached is not None and cached.content_hash == info.content_hash else None
+        if vouched is not None:
+            state[fid] = vouched
             report.unchanged += 1
         elif chunks_of is None:
             raise ValueError(f"{fid}: no catalog state to reuse and no stored chunks to rebuild it from")
         else:
             api = ApiChunks(api=info, chunks=chunks_of(fid), refs=RefStats())
             state[fid] = _write_api(api, render_api(api), catalog_dir, report)
+        _compress_legacy_graph(catalog_dir, fid, report)
     entries = sorted((s.entry for s in state.values()), key=lambda e: e.file_id)
     body = json.dumps([e.model_dump(mode="json") for e in entries], sort_keys=True).encode()
     catalog = Catalog(version=hashlib.sha256(body).hexdigest()[:16], apis=entries)
     _write_if_changed(catalog_dir / CATALOG_FILE, _dump(catalog), report)
-    keep = {f"{fid}.json" for fid in state}  # an unchanged API keeps its graph file as it is
+    keep = {INDEX_DIR: {f"{fid}.json" for fid in state},  # an unchanged API keeps its graph file as it is
+            GRAPH_DIR: {f"{fid}{GRAPH_SUFFIX}" for fid in state}}  # (the plain one of an older index is compressed)
     for folder in (INDEX_DIR, GRAPH_DIR):
-        for stale in sorted((catalog_dir / folder).glob("*.json")):
-            if stale.name not in keep:
+        for stale in sorted((catalog_dir / folder).glob("*.json*")):
+            if stale.name not in keep[folder] and stale.name.endswith((GRAPH_SUFFIX, LEGACY_GRAPH_SUFFIX)):
                 stale.unlink()
                 report.removed.append(str(stale))
     if kept is not None:
@@ -116,16 +131,51 @@ def served_files(catalog_dir: Path) -> list[tuple[str, Path]]:
     generation's snapshot holds; [] without a catalog."""
     if not (catalog_dir / CATALOG_FILE).is_file():
         return []
-    return [(CATALOG_FILE, catalog_dir / CATALOG_FILE)] + [
-        (f"{folder}/{p.name}", p) for folder in (INDEX_DIR, GRAPH_DIR) for p in sorted((catalog_dir / folder).glob("*.json"))]
+    files = [(CATALOG_FILE, catalog_dir / CATALOG_FILE)]
+    for folder in (INDEX_DIR, GRAPH_DIR):
+        try:
+            names = sorted(n for n in os.listdir(catalog_dir / folder)
+                           if n.endswith((GRAPH_SUFFIX, LEGACY_GRAPH_SUFFIX)) and not n.startswith("."))
+        except FileNotFoundError:
+            continue
+        files += [(f"{folder}/{n}", catalog_dir / folder / n) for n in names]
+    return files
 
 
 def _write_api(api: ApiChunks, files: RenderedApi, catalog_dir: Path, report: CatalogWriteReport) -> _ApiCatalogState:
-    _write_if_changed(catalog_dir / INDEX_DIR / f"{api.api.file_id}.json", files.index, report)
+    path = catalog_dir / INDEX_DIR / f"{api.api.file_id}.json"
+    _write_if_changed(path, files.index, report)
     if files.graph is not None:
-        _write_if_changed(catalog_dir / GRAPH_DIR / f"{api.api.file_id}.json", files.graph, report)
+        _write_if_changed(catalog_dir / GRAPH_DIR / f"{api.api.file_id}{GRAPH_SUFFIX}", files.graph, report)
     return _ApiCatalogState(content_hash=api.api.content_hash, entry=files.entry,
-                            index_sha256=hashlib.sha256(files.index).hexdigest())
+                            index_sha256=hashlib.sha256(files.index).hexdigest(), index_stamp=_stamp(path))
+
+
+def _vouched(path: Path, cached: _ApiCatalogState) -> _ApiCatalogState | None:
+    """``cached`` (with the file's stamp) when the index file is still the one it describes: by
+    its stamp (a stat), else by its hash (read only when the stamp moved); None when it is not."""
+    stamp = _stamp(path)
+    if stamp is not None and stamp == cached.index_stamp:
+        return cached
+    if stamp is None or _sha256_of(path) != cached.index_sha256:
+        return None
+    return cached.model_copy(update={"index_stamp": stamp})
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _compress_legacy_graph(catalog_dir: Path, fid: str, report: CatalogWriteReport) -> None:
+    """An index written before graphs were compressed: the kept API's plain graph, gzip'd (the
+    plain file is then removed as stale)."""
+    plain = catalog_dir / GRAPH_DIR / f"{fid}{LEGACY_GRAPH_SUFFIX}"
+    if plain.is_file() and not (catalog_dir / GRAPH_DIR / f"{fid}{GRAPH_SUFFIX}").is_file():
+        _write_if_changed(plain.with_name(f"{fid}{GRAPH_SUFFIX}"), gzip.compress(plain.read_bytes(), 6, mtime=0), report)
 
 
 def _load_state(catalog_dir: Path) -> dict[str, _ApiCatalogState]:
@@ -159,8 +209,10 @@ def load_api_index(catalogs: CatalogSource, file_id: str) -> ApiIndex | None:
 
 
 def load_api_graph(catalogs: CatalogSource, file_id: str) -> ApiGraph | None:
-    """The API's dependency graph; None when the index predates graphs or the API has none."""
-    return _load_optional(catalogs, f"{GRAPH_DIR}/{file_id}.json", ApiGraph)
+    """The API's dependency graph (gzip'd, or plain in an index written before); None when the
+    index predates graphs or the API has none."""
+    graph = _load_optional(catalogs, f"{GRAPH_DIR}/{file_id}{GRAPH_SUFFIX}", ApiGraph)
+    return graph if graph is not None else _load_optional(catalogs, f"{GRAPH_DIR}/{file_id}{LEGACY_GRAPH_SUFFIX}", ApiGraph)
 
 
 def _load_optional(catalogs: CatalogSource, name: str, model: type[BaseModel]):
@@ -173,10 +225,23 @@ def _load_optional(catalogs: CatalogSource, name: str, model: type[BaseModel]):
     if data is None:
         return None
     try:
+        if name.endswith(".gz"):
+            data = _gunzip(data)
         return model.model_validate_json(data)
-    except ValueError as exc:
+    except (ValueError, zlib.error, EOFError) as exc:
         raise IndexDamagedError(f"{_where(catalogs, name)} is truncated or invalid; run `specrag index` on the "
                                 "same specs to repair it") from exc
+
+
+def _gunzip(data: bytes) -> bytes:
+    """gzip's bytes, bounded: a hostile file that inflates without end is damage, not a memory spike."""
+    inflater = zlib.decompressobj(wbits=31)
+    out = inflater.decompress(data, GRAPH_MAX_BYTES)
+    if inflater.unconsumed_tail:
+        raise ValueError(f"inflates past {GRAPH_MAX_BYTES} bytes")
+    if not inflater.eof:
+        raise ValueError("ends early")
+    return out
 
 
 def _where(catalogs: CatalogSource, name: str) -> str:

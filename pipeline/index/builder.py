@@ -9,9 +9,10 @@ lexical analysis re-tokenizes. Damage found on open is repaired from the specs a
 
 Commit protocol: APIs are marked pending (manifest written) before Chroma is touched; the new
 local generation is written under a temporary name and renamed; one atomic manifest write then
-marks them complete and switches ``local_dir`` and ``catalogs`` (the snapshot of the catalogs the
-caller wrote for this run: catalog/snapshot.py); until then, queries read the previous generation
-whole (pending APIs included: their rows there are intact), catalogs included. Test hook:
+marks them complete and switches ``local_dir`` and ``catalogs`` (the listing of the catalogs the
+caller wrote for this run: catalog/snapshot.py; only the files that changed get new blobs); until
+then, queries read the previous generation whole (pending APIs included: their rows there are
+intact), catalogs included. The listing it replaced is kept with its blobs for one more generation. Test hook:
 ``SPECRAG_TEST_PAUSE_AFTER_APIS=N`` sleeps right after the first Chroma batch of the (N+1)-th
 changed API, so a test can kill it.
 """
@@ -26,7 +27,7 @@ import time
 
 from pydantic import BaseModel, Field
 from specrag.catalog.io import served_files
-from specrag.catalog.snapshot import remove_stale_snapshots, write_snapshot
+from specrag.catalog.snapshot import drop_damaged_blobs, remove_stale_snapshots, write_snapshot
 from specrag.core.errors import EmbedModelUnavailableError
 from specrag.core.settings import Settings
 from specrag.index.chroma_rows import ChromaRows
@@ -124,7 +125,8 @@ class IndexBuilder:
         todo = self._plan(manifest, apis, keep, digests, rebuild_all, report)
         retokenize = local is not None and local.header.lexical_version != LEXICAL_VERSION
         if not (todo or report.apis_removed or retokenize):
-            catalogs = self._snapshot_catalogs()
+            previous = manifest.catalogs
+            catalogs = self._snapshot_catalogs(previous)
             if (manifest != self.store.manifest or (local is None and manifest.local_dir)
                     or catalogs != manifest.catalogs):
                 manifest.local_dir = manifest.local_dir if local is not None else None
@@ -132,7 +134,7 @@ class IndexBuilder:
                     manifest.catalogs = catalogs
                     manifest.generation += 1
                 self.store.write_manifest(manifest)
-                remove_stale_snapshots(self.store.data_dir / LOCAL_DIR, catalogs)
+                remove_stale_snapshots(self.store.data_dir / LOCAL_DIR, catalogs, previous)
             return self._finish(report, started)
         sources = VectorSource(self.store.embedder, None if rebuild_all else local)
         rows = ChromaRows(self.store, reset) if self.store.embedder is not None else None
@@ -249,18 +251,23 @@ class IndexBuilder:
             manifest.apis[api.api.file_id] = ApiEntry(content_hash=api.api.content_hash, state=ApiState.COMPLETE,
                                                       n_chunks=len(api.chunks), chunks_digest=fresh.chunks_digest)
         manifest.local_dir = name if (new or kept) else None
-        manifest.catalogs = self._snapshot_catalogs()
+        replaced = manifest.catalogs
+        manifest.catalogs = self._snapshot_catalogs(replaced)
         self.store.write_manifest(manifest)
         report.local_written = True
         for old in root.glob("gen-*"):
             if old.name != name:
                 shutil.rmtree(old, ignore_errors=True)
-        remove_stale_snapshots(root, manifest.catalogs)
+        remove_stale_snapshots(root, manifest.catalogs, replaced)
 
-    def _snapshot_catalogs(self) -> str | None:
+    def _snapshot_catalogs(self, previous: str | None) -> str | None:
         """The snapshot of the catalogs as they are now (the caller wrote this run's first), which
-        the next manifest write commits with the generation; None when there are none."""
-        return write_snapshot(served_files(self.settings.catalogs_path), self.store.data_dir / LOCAL_DIR)
+        the next manifest write commits with the generation; None when there are none. Blobs of
+        ``previous`` (the live listing) that fail their CRC are dropped first, so it writes them again."""
+        root = self.store.data_dir / LOCAL_DIR
+        if dropped := drop_damaged_blobs(root, previous):
+            logger.warning("%d damaged catalog blobs in %s: written again", len(dropped), root)
+        return write_snapshot(served_files(self.settings.catalogs_path), root, previous)
 
     def _dim(self, new: list[NewApi]) -> int:
         if self.store.embedder is None:

@@ -57,8 +57,9 @@ class Manifest(IndexShape):
     generation: int = Field(0, description="bumped whenever the stored chunks (or the catalogs) change")
     apis: dict[str, ApiEntry] = Field(default_factory=dict)
     local_dir: str | None = Field(None, description="folder under data_dir/local holding the live local index")
-    catalogs: str | None = Field(None, description="file under data_dir/local holding the live generation's catalogs "
-                                                   "(specrag.catalog.snapshot); None: read the catalogs folder")
+    catalogs: str | None = Field(None, description="file under data_dir/local listing the live generation's catalogs "
+                                                   "(specrag.catalog.snapshot; a .zip in older indexes); None: read "
+                                                   "the catalogs folder")
     versions: dict[str, str] = Field(default_factory=dict, description="package versions that wrote it")
     updated_at: str = ""
 

@@ -1,7 +1,8 @@
 """A replica's local index, pulled from what a build published on the Chroma server.
 
 Pulling writes the same files a local build writes (catalogs, ``sources.json``, a local
-generation, its catalogs snapshot and the manifest that commits them), from the server's rows
+generation, its catalogs snapshot (the same listing and blobs: catalog/snapshot.py) and the
+manifest that commits them), from the server's rows
 and files: no spec is parsed and nothing is embedded; only the BM25 postings are computed
 here. The manifest is written last, so a pull killed midway leaves the previous generation
 served. ``ReplicaSync`` bounds how often a serving process asks the server whether a newer
@@ -18,7 +19,7 @@ import zlib
 
 import numpy as np
 from specrag.catalog.io import served_files
-from specrag.catalog.snapshot import remove_stale_snapshots, write_snapshot
+from specrag.catalog.snapshot import drop_damaged_blobs, remove_stale_snapshots, write_snapshot
 from specrag.core.atomic import write_atomic
 from specrag.core.errors import IndexDamagedError
 from specrag.core.settings import Settings
@@ -69,18 +70,20 @@ def pull(store: ChunkStore) -> int | None:
                     settings.storage.data_dir.name)
         return None
     settings.storage.data_dir.mkdir(parents=True, exist_ok=True)
+    replaced = _local_catalogs(settings)
     _write_files(settings, files)
     root = settings.storage.data_dir / LOCAL_DIR
     name = f"gen-{generation}"
     dim = next((a.vectors.shape[1] for a in apis if a.vectors is not None and a.vectors.ndim == 2), 0)
     write_generation(root / name, generation, None, [], apis, embed_model=manifest.embed_model, dim=dim)
     manifest.local_dir = name
-    manifest.catalogs = write_snapshot(served_files(settings.catalogs_path), root)
+    drop_damaged_blobs(root, replaced)
+    manifest.catalogs = write_snapshot(served_files(settings.catalogs_path), root, replaced)
     save_manifest(settings.storage.data_dir, manifest)  # the commit: queries now read the pulled generation
     for old in root.glob("gen-*"):
         if old.name != name:
             shutil.rmtree(old, ignore_errors=True)
-    remove_stale_snapshots(root, manifest.catalogs)
+    remove_stale_snapshots(root, manifest.catalogs, replaced)
     logger.info("pulled generation %d of %s: %d APIs", generation, settings.storage.data_dir.name, len(apis))
     return generation
 
@@ -151,6 +154,15 @@ class ReplicaSync:
     def done(self) -> None:
         self._next = time.monotonic() + self.interval_s
         self._lock.release()
+
+
+def _local_catalogs(settings: Settings) -> str | None:
+    """The catalogs listing the local manifest names (kept one more generation for its readers)."""
+    try:
+        manifest = load_manifest(settings.storage.data_dir)
+    except Exception:  # noqa: BLE001 - a damaged local index is replaced by the pull
+        return None
+    return manifest.catalogs if manifest is not None else None
 
 
 def _local_generation(settings: Settings) -> int | None:

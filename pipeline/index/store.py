@@ -11,8 +11,8 @@ no text. The chunks' text and metadata are stored once, in the local index; they
 from the specs, so repairing a damaged local index re-reads specs and reuses Chroma's vectors.
 Queries never touch Chroma. Only APIs complete in the manifest and present in the live
 generation with the same content hash are served. The catalogs the manifest names
-(``local/catalogs-*.zip``, catalog/snapshot.py) are opened with the local index: a store's
-readers never see the catalogs a build rewrites for the next generation. On a Chroma server,
+(``local/catalogs-*.json`` and its blobs, catalog/snapshot.py) are opened with the local index: a
+store's readers never see the catalogs a build rewrites for the next generation. On a Chroma server,
 each corpus has a collection of its own (collections.py) and the build publishes it for replicas (publish.py).
 """
 
@@ -148,8 +148,8 @@ class ChunkStore:
         return local
 
     def _open_catalogs(self) -> CatalogSnapshot | None:
-        """The catalogs snapshot the manifest names, kept open: the catalog, indexes and graphs this
-        store's readers get are its generation's, even after a build removed the file."""
+        """The catalogs snapshot the manifest names (its listing, in memory): the catalog, indexes and
+        graphs this store's readers get are its generation's, while the next build keeps its blobs."""
         if self.manifest is None or self.manifest.catalogs is None:
             return None
         return CatalogSnapshot(self.data_dir / LOCAL_DIR / self.manifest.catalogs)

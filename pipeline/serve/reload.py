@@ -1,10 +1,11 @@
 """Hot re-index: a running server serves a newer index generation without a restart or a lost request.
 
 ``specrag index`` (any process) writes the next local generation (``local/gen-N``) and the
-snapshot of its catalogs (``local/catalogs-*.zip``) under the index lock, switches
+snapshot of its catalogs (``local/catalogs-*.json``, naming blobs) under the index lock, switches
 ``manifest.json`` to both in one atomic write, then deletes the old ones (a process that has
-their files open keeps reading them: a knowledge base reads its own generation's chunks,
-catalog, per-API indexes and graphs, never the catalogs a build is rewriting). The watcher
+their files open keeps reading them, and the replaced catalogs listing and its blobs stay one
+more generation: a knowledge base reads its own generation's chunks, catalog, per-API indexes
+and graphs, never the catalogs a build is rewriting). The watcher
 ``stat()``s each served knowledge base's manifest at most every ``SPECRAG_RELOAD_INTERVAL_S``
 (one system call per knowledge base: cheap and bounded). When the stat changed and no build
 holds the index lock, it reads the manifest; if it names another generation (local index or

@@ -16,8 +16,8 @@ def test_ingest_writes_the_catalogs_index_reads(tmp_path):
     proc = run_cli("ingest", str(DEMO_SPECS), "--json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     catalogs = corpus_settings(Settings(_env_file=None, data_dir=tmp_path / "data"), [DEMO_SPECS]).catalogs_path
-    assert sorted(p.relative_to(catalogs).as_posix() for p in catalogs.rglob("*.json")) == [
-        "catalog.json", "graphs/petstore_v2.json", "graphs/users_api.json", "indexes/petstore_v2.json",
+    assert sorted(p.relative_to(catalogs).as_posix() for p in catalogs.rglob("*.json*")) == [
+        "catalog.json", "graphs/petstore_v2.json.gz", "graphs/users_api.json.gz", "indexes/petstore_v2.json",
         "indexes/users_api.json"]
     assert not (tmp_path / "data" / "catalogs").exists()  # the old place nothing read
     proc = run_cli("index", str(DEMO_SPECS), "--json", cwd=tmp_path, env=env)

@@ -69,8 +69,8 @@ def test_ingest_json_prints_one_report_object(folder, tmp_path):
     assert (refs["total"], refs["resolved"], refs["unresolved"]) == (2, 1, 1)
     assert refs["external"] == {"url": 1} and refs["unresolved_by_kind"] == {"missing_target": 1}
     assert isinstance(report["seconds"], float) and report["seconds"] >= 0
-    assert sorted(p.relative_to(catalogs).as_posix() for p in catalogs.rglob("*.json")) == [
-        "catalog.json", "graphs/pets.json", "indexes/pets.json"]
+    assert sorted(p.relative_to(catalogs).as_posix() for p in catalogs.rglob("*.json*")) == [
+        "catalog.json", "graphs/pets.json.gz", "indexes/pets.json"]
     assert "Traceback" not in proc.stderr
 
 

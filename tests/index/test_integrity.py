@@ -79,7 +79,17 @@ DAMAGE = {
     "truncated local header": (lambda cli: _truncate(_local(cli) / "pack.json"), "pack.json is truncated"),
     "truncated catalog snapshot": (lambda cli: _truncate(cli.index_dir / "local" / load_manifest(cli.index_dir).catalogs),
                                    "is unreadable"),
+    "truncated catalog blob": (lambda cli: _truncate(_catalog_blob(cli)), "is truncated or overwritten"),
+    "altered catalog blob": (lambda cli: _flip_byte(_catalog_blob(cli)), "fails its checksum"),
+    "deleted catalog blob": (lambda cli: _catalog_blob(cli).unlink(), "(catalog.json of catalogs-"),
 }
+
+
+def _catalog_blob(cli) -> Path:
+    """The blob holding the live generation's catalog.json (catalog/snapshot.py)."""
+    local = cli.index_dir / "local"
+    listing = json.loads((local / load_manifest(cli.index_dir).catalogs).read_bytes())
+    return local / "blobs" / listing["files"]["catalog.json"][0]
 
 
 def _flip_byte(path: Path) -> None:
@@ -116,7 +126,7 @@ def test_damage_is_one_line_then_repaired(cli, fresh_answer, damage):
     assert code == 0, err
     run = json.loads(out)
     assert run["index"]["chunks_embedded"] == 0  # the vectors of record (Chroma) are reused
-    if damage != "truncated catalog snapshot":
+    if "catalog" not in damage:  # the catalogs' snapshot is written again from catalogs/: no index damage
         assert run["index"]["damage"] and "damaged" in run["index"]["full_rebuild"]
     assert _answer(cli) == expected == fresh_answer
 
@@ -178,7 +188,8 @@ def test_two_index_runs_at_once(tmp_path):
     index_dir = corpus_settings(Settings(data_dir=data), [EXAMPLES]).storage.data_dir
     manifest = load_manifest(index_dir)
     assert not manifest.pending_ids()
-    assert sorted(p.name for p in (index_dir / "local").iterdir()) == sorted([manifest.catalogs, manifest.local_dir])
+    assert sorted(p.name for p in (index_dir / "local").iterdir()) == sorted([manifest.catalogs, manifest.local_dir,
+                                                                             "blobs"])
 
 
 def test_index_of_an_older_format_is_rebuilt(cli):

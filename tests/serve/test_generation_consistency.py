@@ -51,7 +51,7 @@ def answers_of_the_old_generation(kbs, kb) -> None:
 
 
 def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served_copy):
-    from specrag.catalog.io import GRAPH_DIR, load_api_graph
+    from specrag.catalog.io import load_api_graph
     from specrag.graph.models import ApiGraph
     from specrag.index.workspace import update_index
     from specrag.serve.reload import IndexWatcher
@@ -60,8 +60,9 @@ def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served_
     settings, specs, kbs = served_copy
     watcher = IndexWatcher(Tenants.local(kbs), interval_s=0.1)
     old = kbs.all()[0]
-    graph_file = old.settings.catalogs_path / GRAPH_DIR / f"{API}.json"
-    old_graph = ApiGraph.model_validate_json(graph_file.read_bytes())
+    old_graph = load_api_graph(old.settings.catalogs_path, API)
+    assert isinstance(old_graph, ApiGraph)
+    old_listing = old.store.manifest.catalogs
     forget_parsed_indexes(old)  # no graph read yet, and now no parsed index: both read on demand
     rename_pet(specs)
     local, run = update_index(settings, [specs], progress=False)
@@ -84,13 +85,14 @@ def test_a_served_knowledge_base_reads_its_own_generation_until_the_swap(served_
     assert new.engine.graph.load_graph(API) == load_api_graph(local.catalogs_path, API)
 
     # a request that still holds the old knowledge base finishes on the old generation, whose
-    # files the build removed (disk stays bounded: one local generation, one catalogs snapshot)
+    # local files the build removed (disk stays bounded: one local generation; the catalogs
+    # listing it replaced is kept, with its blobs, one generation for such readers)
     from specrag.serve.kbs import KnowledgeBases
 
     forget_parsed_indexes(old)
     answers_of_the_old_generation(KnowledgeBases([old]), old)
     data = local.storage.data_dir / "local"
-    assert sorted(p.name for p in data.iterdir()) == sorted(new.store.manifest.live_files())
+    assert sorted(p.name for p in data.iterdir()) == sorted([*new.store.manifest.live_files(), old_listing, "blobs"])
 
 
 def test_a_build_stopped_before_its_commit_leaves_the_old_generation_whole(served_copy, monkeypatch):

@@ -5,10 +5,10 @@ Layout under ``settings.data_dir``: ``manifest.json`` (manifest.py, the commit r
 postings; pack.py), ``chroma/`` (the embedded Chroma store, unless ``settings.chroma_host``
 names a server) and ``sources.json`` (what each spec file looked like when last read).
 
-Chroma is the store of record for the vectors: one row per chunk with its float32 vector and
-the metadata needed to filter, delete and reuse it (``source_file``, ``type``, ``embed_hash``),
-no text. The chunks' text and metadata are stored once, in the local index; they are derived
-from the specs, so repairing a damaged local index re-reads specs and reuses Chroma's vectors.
+Chroma is the store of record for the vectors: one row per distinct embed text (id: the
+text's hash, chroma_rows.py) with its float32 vector, no text and no metadata. The chunks' text
+and metadata are stored once, in the local index; they are derived from the specs, so repairing
+a damaged local index re-reads specs and reuses Chroma's vectors (found by the texts' hashes).
 Queries never touch Chroma. Only APIs complete in the manifest and present in the live
 generation with the same content hash are served. The catalogs the manifest names
 (``local/catalogs-*.zip``, catalog/snapshot.py) are opened with the local index: a store's

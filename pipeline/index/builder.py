@@ -182,6 +182,7 @@ class IndexBuilder:
         rows.empty = True
         if usable:
             rows.copy_from(local.pack.arrays["embed_hash"], local.vectors, self.batch_size)
+        self.store.compact_chroma()  # the dropped rows' pages: most of the database
         return True
 
     def _drop_unused(self, manifest: Manifest, rows: ChromaRows, previous: np.ndarray | None, sweep: bool) -> None:

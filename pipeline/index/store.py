@@ -41,6 +41,7 @@ from specrag.index.collections import (
     open_collection,
     remove_orphan_segments,
     server_client,
+    vacuum_store,
 )
 from specrag.index.embeddings import (
     Embedder,
@@ -369,6 +370,12 @@ class ChunkStore:
             if not self.settings.storage.chroma_host:
                 remove_orphan_segments(self.data_dir / "chroma")
         self._collection, self._vectors = None, None
+
+    def compact_chroma(self) -> None:
+        """Close Chroma and compact the embedded store's database (after a collection shrank a lot)."""
+        self.close_chroma()
+        if not self.settings.storage.chroma_host:
+            vacuum_store(self.data_dir / "chroma")
 
     def write_manifest(self, manifest: Manifest) -> None:
         save_manifest(self.data_dir, manifest)

@@ -5,6 +5,8 @@ earlier version (one row per chunk) is rebuilt from the local index without re-e
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 
 import numpy as np
 import pytest
@@ -81,6 +83,9 @@ def test_an_index_with_one_row_per_chunk_is_rebuilt_from_its_local_vectors(setti
     vectors = np.concatenate([store.local.rows_vectors(a.api.file_id) for a in fleet])
     store.chroma.add(ids=[c.id for c in chunks], embeddings=vectors,
                      metadatas=[{"source_file": c.file_id, "type": c.type.value} for c in chunks])
+    # a per-chunk store has many more rows than texts: these pages are free once it is rebuilt
+    store.chroma.add(ids=[f"copy:{i}" for i in range(2000)], embeddings=np.tile(vectors[:1], (2000, 1)),
+                     metadatas=[{"source_file": f"copy{i}", "type": "component"} for i in range(2000)])
     store.close()
     path = manifest_path(settings.storage.data_dir)
     old = json.loads(path.read_text())
@@ -95,6 +100,9 @@ def test_an_index_with_one_row_per_chunk_is_rebuilt_from_its_local_vectors(setti
     got = store.chroma.get(ids=row_ids(chunks[:1]), include=["embeddings"])["embeddings"][0]
     assert np.asarray(got) == pytest.approx(vectors[0], abs=1e-3)  # the float16 unit vector, widened
     assert load_manifest(settings.storage.data_dir).vector_rows == TEXT_ROWS
+    database = settings.storage.data_dir / "chroma" / "chroma.sqlite3"
+    with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0  # the dropped rows' pages handed back
     assert store.vector_search("weather forecast for a city", None, None, 1)[0].node.node_id == \
         "weather:paths/~1forecast/get"
     store.close()

@@ -59,7 +59,11 @@ def peak_rss_mb() -> float:
 
 
 def _baseline(store, top_k: int):
-    """A plain ``VectorStoreIndex`` top-k retriever over our Chroma collection, or (None, why)."""
+    """A plain ``VectorStoreIndex`` top-k retriever over our Chroma collection, or (None, why).
+
+    Its rows are the distinct embed texts (id: the text's hash; no text, no metadata), not the
+    chunks: what it times is Chroma's own top-k over the store of record (61k rows for the fleet),
+    not an answer anyone reads (nodes without text)."""
     from llama_index.core import VectorStoreIndex
     if store.embed_model is None:
         return None, ("lexical mode: no embedding model is loaded (SPECRAG_EMBED_MODEL=none, or the model "

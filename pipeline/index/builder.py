@@ -2,7 +2,7 @@
 
 The index mirrors the corpus it was last built from. An API whose spec and chunks are unchanged
 is left alone (its rows are copied into the next local generation as bytes); a changed one has
-its Chroma rows diffed and its local rows replaced; a missing one is removed. What a settings
+its new embed texts added to Chroma and its local rows replaced; a missing one is removed. What a settings
 change affects is rebuilt and no more: a new embedding model re-embeds, a new chunker or
 ``chunk_max_tokens`` re-chunks (and reuses every vector whose embed text is unchanged), new
 lexical analysis re-tokenizes. Damage found on open is repaired from the specs and Chroma.
@@ -12,7 +12,11 @@ local generation is written under a temporary name and renamed; one atomic manif
 marks them complete and switches ``local_dir`` and ``catalogs`` (the listing of the catalogs the
 caller wrote for this run: catalog/snapshot.py; only the files that changed get new blobs); until
 then, queries read the previous generation whole (pending APIs included: their rows there are
-intact), catalogs included. The listing it replaced is kept with its blobs for one more generation. Test hook:
+intact), catalogs included. The listing it replaced is kept with its blobs for one more generation.
+Chroma rows (one per distinct embed text: chroma_rows.py) are only added before the commit; the
+texts the new generation no longer uses are deleted after it, so a killed run never loses a vector
+the served generation needs (the rows it leaves unused are swept by the next build, which
+repairs). Test hook:
 ``SPECRAG_TEST_PAUSE_AFTER_APIS=N`` sleeps right after the first Chroma batch of the (N+1)-th
 changed API, so a test can kill it.
 """
@@ -25,6 +29,7 @@ import os
 import shutil
 import time
 
+import numpy as np
 from pydantic import BaseModel, Field
 from specrag.catalog.io import served_files
 from specrag.catalog.snapshot import drop_damaged_blobs, remove_stale_snapshots, write_snapshot
@@ -33,7 +38,8 @@ from specrag.core.settings import Settings
 from specrag.index.chroma_rows import ChromaRows
 from specrag.index.embeddings import NO_EMBEDDINGS, embed_model_id
 from specrag.index.lexical import LEXICAL_VERSION
-from specrag.index.manifest import ApiEntry, ApiState, IndexShape, Manifest
+from specrag.index.manifest import TEXT_ROWS, ApiEntry, ApiState, IndexShape, Manifest
+from specrag.index.pack import Pack
 from specrag.index.pack_writer import NewApi, write_generation
 from specrag.index.store import LOCAL_DIR, ChunkStore
 from specrag.index.vector_reuse import VectorSource, embed_text, text_hash
@@ -62,6 +68,8 @@ class IndexBuildReport(BaseModel):
     chunks_reused: int = Field(0, description="chunks of changed APIs whose vector was found already computed")
     embed_seconds: float = 0.0
     chunks_per_s: float = Field(0.0, description="embedding throughput: chunks_embedded / embed_seconds")
+    vectors_added: int = Field(0, description="Chroma rows added: embed texts it did not hold")
+    vectors_deleted: int = Field(0, description="Chroma rows deleted after the commit: texts no API uses any more")
     chroma_seconds: float = 0.0
     local_seconds: float = 0.0
     seconds: float = 0.0
@@ -118,8 +126,12 @@ class IndexBuilder:
         started = time.perf_counter()
         _validate(apis, keep)
         report = IndexBuildReport(damage=self.store.damage)
+        # a killed run's or a lost manifest's rows may be unused by any generation: swept after the commit
+        sweep = self.store.manifest is None or bool(self.store.manifest.pending_ids()) or bool(self.store.damage)
         manifest, reset = self._prepare(report)
         local = self.store.local
+        rows = ChromaRows(self.store, reset) if self.store.embedder is not None else None
+        rebuilt = rows is not None and self._rows_by_text(manifest, rows, local)
         rebuild_all = reset or local is None or local.header.embed_model != self.shape.embed_model
         digests = {a.api.file_id: chunks_digest(a) for a in apis}
         todo = self._plan(manifest, apis, keep, digests, rebuild_all, report)
@@ -128,29 +140,68 @@ class IndexBuilder:
             previous = manifest.catalogs
             catalogs = self._snapshot_catalogs(previous)
             if (manifest != self.store.manifest or (local is None and manifest.local_dir)
-                    or catalogs != manifest.catalogs):
+                    or catalogs != manifest.catalogs or rebuilt):
                 manifest.local_dir = manifest.local_dir if local is not None else None
                 if catalogs != manifest.catalogs:  # the catalogs alone changed: a generation of its own
                     manifest.catalogs = catalogs
                     manifest.generation += 1
                 self.store.write_manifest(manifest)
                 remove_stale_snapshots(self.store.data_dir / LOCAL_DIR, catalogs, previous)
+            if rows is not None:
+                self._count(rows, report)
             return self._finish(report, started)
-        sources = VectorSource(self.store.embedder, None if rebuild_all else local)
-        rows = ChromaRows(self.store, reset) if self.store.embedder is not None else None
-        if rows is not None and self.store.manifest is None and self.store.damage:
-            rows.delete_others({a.api.file_id for a in apis} | set(keep))  # the lost manifest listed them
-        new = self._store_changed(manifest, todo, digests, sources, rows, report, progress)
+        sources = VectorSource(self.store.embedder, None if rebuild_all else local, rows.vectors if rows else None)
+        new = self._store_changed(manifest, todo, digests, sources, rows, progress)
         self.store.close_chroma()  # written: the local generation is next, without Chroma's index in memory
         t0 = time.perf_counter()
         changed = {a.api.file_id for a in todo}
         kept = sorted({a.api.file_id for a in apis} - changed | set(keep))
+        previous = _embed_hashes(local.pack, changed | set(report.apis_removed)) if local is not None else None
         self._commit(manifest, todo, kept, new, retokenize, report)
         report.local_seconds = round(time.perf_counter() - t0, 2)
+        if rows is not None:
+            self._drop_unused(manifest, rows, previous, sweep)
+            self._count(rows, report)
         report.chunks_embedded, report.chunks_reused = sources.embedded, sources.reused
         report.embed_seconds = round(sources.embed_seconds, 2)
-        report.chroma_seconds = round(rows.seconds, 2) if rows else 0.0
         return self._finish(report, started)
+
+    def _rows_by_text(self, manifest: Manifest, rows: ChromaRows, local) -> bool:
+        """Rebuild a collection of an earlier version (one row per chunk, each with its text's
+        hash) as one row per distinct embed text, from its own float32 vectors: no re-embedding,
+        whatever the local index's format. Rows without a hash are dropped (their texts are
+        embedded again). True when it was rebuilt (the manifest then records the new rows)."""
+        if manifest.vector_rows == TEXT_ROWS:
+            return False
+        manifest.vector_rows = TEXT_ROWS
+        if rows.empty:  # dropped by this build already (a new model, or an index of another format)
+            return False
+        logger.warning("%s: Chroma holds one row per chunk (an index of an earlier specrag); rebuilding it as one row "
+                       "per distinct embed text from its own vectors (no re-embedding)", self.store.data_dir)
+        hashes, vectors = rows.per_chunk_vectors()
+        self.store.reset_vectors()
+        rows.empty = True
+        rows.copy_from(hashes, vectors, self.batch_size)
+        self.store.compact_chroma()  # the dropped rows' pages: most of the database
+        return True
+
+    def _drop_unused(self, manifest: Manifest, rows: ChromaRows, previous: np.ndarray | None, sweep: bool) -> None:
+        """After the commit: delete the rows of texts that the previous generation's changed and
+        removed APIs used and the committed generation does not (an array op over its hashes, no
+        per-API query); after a kill or damage, every row it does not use."""
+        used = np.empty(0, np.uint64)
+        if manifest.local_dir is not None:
+            used = np.unique(np.load(self.store.data_dir / LOCAL_DIR / manifest.local_dir / "embed_hash.npy"))
+        if sweep:
+            rows.sweep(used)
+        elif previous is not None and len(previous):
+            rows.delete_unused(previous, used)
+        self.store.close_chroma()
+
+    @staticmethod
+    def _count(rows: ChromaRows, report: IndexBuildReport) -> None:
+        report.vectors_added, report.vectors_deleted = rows.added, rows.deleted
+        report.chroma_seconds = round(rows.seconds, 2)
 
     def _prepare(self, report: IndexBuildReport) -> tuple[Manifest, bool]:
         """The manifest to update, and whether Chroma's vectors were dropped (model changed).
@@ -171,7 +222,7 @@ class IndexBuilder:
             self.store.reset_vectors()  # vectors of another model (or of unknown origin): never reuse them
         for legacy in LEGACY_DIRS:  # what older formats kept beside the manifest
             shutil.rmtree(self.store.data_dir / legacy, ignore_errors=True)
-        fresh = Manifest(**self.shape.model_dump(), generation=(old.generation + 1) if old else 1)
+        fresh = Manifest(**self.shape.model_dump(), generation=(old.generation + 1) if old else 1, vector_rows=TEXT_ROWS)
         return fresh, reset
 
     def _plan(self, manifest: Manifest, apis: list[ApiChunks], keep: set[str], digests: dict[str, str],
@@ -195,14 +246,10 @@ class IndexBuilder:
         return todo
 
     def _store_changed(self, manifest: Manifest, todo: list[ApiChunks], digests: dict[str, str],
-                       sources: VectorSource, rows: ChromaRows | None, report: IndexBuildReport,
-                       progress: bool) -> list[NewApi]:
-        """Chroma rows of removed and changed APIs, in groups marked pending first; a group's new
-        texts are embedded in one length-sorted pass and its rows added in large batches."""
-        if report.apis_removed:
-            self._mark_pending(manifest, report.apis_removed)
-            if rows is not None:
-                rows.delete_apis(report.apis_removed)
+                       sources: VectorSource, rows: ChromaRows | None, progress: bool) -> list[NewApi]:
+        """Chroma rows of changed APIs' new embed texts, in groups marked pending first; a group's
+        new texts are embedded in one length-sorted pass and its rows added in large batches.
+        Removed APIs are not touched here: their rows go after the commit (``_drop_unused``)."""
         new: list[NewApi] = []
         bar = tqdm(total=sum(len(a.chunks) for a in todo), unit="chunk", disable=not progress,
                    desc="embedding" if rows is not None else "indexing")
@@ -211,14 +258,13 @@ class IndexBuilder:
             hashes = [[text_hash(embed_text(c)) for c in api.chunks] for api in group]
             vectors: list = [None] * len(group)
             if rows is not None:
-                for api, api_hashes in zip(group, hashes):
-                    if missing := sources.missing(api_hashes):
-                        sources.offer(*rows.vectors_by_hash(api.api.file_id, set(missing)))
-                sources.embed([c for api in group for c in api.chunks], [h for hs in hashes for h in hs])
+                flat = [h for hs in hashes for h in hs]
+                sources.find(flat)
+                sources.embed([c for api in group for c in api.chunks], flat)
                 vectors = [sources.vectors_for(api.chunks, hs) for api, hs in zip(group, hashes)]
                 pause_at = self._pause_after - len(new) if 0 <= self._pause_after - len(new) < len(group) else None
-                rows.replace_group(group, vectors, hashes, self.batch_size,
-                                   after_first_batch_of=(pause_at, _pause) if pause_at is not None else None)
+                rows.add_missing(hashes, vectors, self.batch_size,
+                                 after_first_batch_of=(pause_at, _pause) if pause_at is not None else None)
             for api, api_hashes, api_vectors in zip(group, hashes, vectors):
                 new.append(NewApi(api.api.file_id, api.api.content_hash, digests[api.api.file_id], api.chunks,
                                   api_vectors, _as_uint64(api_hashes)))
@@ -302,9 +348,14 @@ def _groups(todo: list[ApiChunks], size: int):
 
 
 def _as_uint64(hashes: list[int]):
-    import numpy as np
-
     return np.asarray(hashes, dtype=np.uint64)
+
+
+def _embed_hashes(pack: Pack, file_ids: set[str]) -> np.ndarray:
+    """The embed hashes of ``file_ids``' rows in ``pack`` (a copy: the generation is removed by the commit)."""
+    spans = [span for fid in sorted(file_ids) if fid in pack.header.apis for span in pack.header.apis[fid].spans.values()]
+    hashes = pack.arrays["embed_hash"]
+    return np.concatenate([hashes[s:e] for s, e in spans]) if spans else np.empty(0, np.uint64)
 
 
 def _describe(shape: IndexShape | None) -> str:

@@ -1,26 +1,37 @@
 """The builder's writes to Chroma, the store of record for vectors.
 
-Each chunk is one row: its id, float32 vector and ``{source_file, type, embed_hash}``; no text
-(it lives once, in the local index), except on a server, where replicas pull their local index
-from the rows: there a row also holds the chunk's JSON, its ordinal and a ``row_hash``. A changed API is diffed against its rows: rows that
-vanished or whose embed text changed are deleted, new ones added, the rest left alone.
+A vector depends only on its embed text, so Chroma holds one row per distinct embed text: id =
+the text's 64-bit hash as hex (``vector_reuse.hash_hex``), its float32 vector, no metadata and
+no text (the chunks live once, in the local index; on a server, replicas pull them from the
+companion collection: publish.py). The fleet repeats operations and schemas verbatim across
+APIs and versions: 2,540 specs (68.6k chunks a copy, four copies) have 61k distinct texts.
+
+A build adds the hashes Chroma lacks (asked by id, in batches) and deletes a hash only after the
+manifest commit, when the new local generation no longer uses it: a killed run never loses a
+vector the served generation needs. It may leave rows no generation uses (a killed run's, or
+those of a delete cut short); ``sweep`` removes them when a build repairs after a kill or damage.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from typing import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
-from specrag.index.vector_reuse import hash_hex, text_hash
-from specrag.specs.models import ApiChunks, Chunk
+from specrag.index.vector_reuse import hash_hex
+
+logger = logging.getLogger(__name__)
+
+ID_BATCH = 4096  # ids per get/delete request: well under sqlite's and a server's request limits
 
 
 class ChromaRows:
     def __init__(self, store, reset: bool):
         self.store = store
-        self.empty = reset  # the collection was dropped in this run: nothing to read or diff
-        self.published = bool(store.settings.storage.chroma_host)  # rows carry their chunks for replicas (publish.py)
+        self.empty = reset  # every row was written by this run (collection dropped): nothing to ask Chroma
+        self.present: set[int] = set()  # hashes known to have a row
+        self.added = self.deleted = 0
         self.seconds = 0.0
 
     def _call(self, call):
@@ -34,75 +45,111 @@ class ChromaRows:
     def _collection(self):
         return self.store.chroma
 
-    def delete_apis(self, file_ids: list[str]) -> None:
-        if not self.empty:
-            for fid in file_ids:
-                self._call(lambda: self._collection.delete(where={"source_file": fid}))
-
-    def delete_others(self, wanted: set[str]) -> None:
-        """Rows of APIs not in ``wanted`` (after the manifest that listed them was lost)."""
-        if not self.empty:
-            self._call(lambda: self._collection.delete(where={"source_file": {"$nin": sorted(wanted) or [""]}}))
-
-    def vectors_by_hash(self, file_id: str, wanted: set[int]) -> tuple[list[int], list]:
-        """(hashes, vectors) of this API's rows whose embed text hash is in ``wanted``."""
-        if self.empty or not wanted:
+    def vectors(self, hashes: list[int]) -> tuple[list[int], list]:
+        """(hashes, vectors) of the rows Chroma has among ``hashes`` (a killed run's rows, or the
+        store of record when the local index is gone)."""
+        if self.empty or not hashes:
             return [], []
-        got = self._call(lambda: self._collection.get(where={"source_file": file_id},
-                                                      include=["metadatas", "embeddings"]))
-        pairs = [(int(m["embed_hash"], 16), v) for m, v in zip(got["metadatas"] or [], _rows(got["embeddings"]))
-                 if isinstance(m, dict) and isinstance(m.get("embed_hash"), str)]
-        pairs = [(h, v) for h, v in pairs if h in wanted]
-        return [h for h, _ in pairs], [v for _, v in pairs]
+        found_hashes, found = [], []
+        for ids in _batches([hash_hex(h) for h in dict.fromkeys(hashes)]):
+            got = self._call(lambda: self._collection.get(ids=ids, include=["embeddings"]))
+            for cid, vector in zip(got["ids"], _rows(got["embeddings"])):
+                h = int(cid, 16)
+                found_hashes.append(h)
+                found.append(vector)
+        self.present.update(found_hashes)
+        return found_hashes, found
 
-    def replace_group(self, apis: list[ApiChunks], vectors: list[np.ndarray], hashes: list[list[int]],
-                      batch_size: int, after_first_batch_of: tuple[int, Callable[[], None]] | None = None) -> None:
-        """Replace the rows of ``apis``: rows whose id and embed text are unchanged stay; the rest
-        are deleted and added in batches of ``batch_size``. ``after_first_batch_of`` (i, hook):
-        call hook after the first batch that holds rows of ``apis[i]`` (a test's kill point)."""
-        ids, embeddings, metadatas, documents, owners = [], [], [], [], []
-        for n, (api, api_vectors, api_hashes) in enumerate(zip(apis, vectors, hashes)):
-            fid = api.api.file_id
-            rows = {c.id: self._row(fid, i, c, h) for i, (c, h) in enumerate(zip(api.chunks, api_hashes))}
-            keep: set[str] = set()
-            if not self.empty:
-                got = self._call(lambda: self._collection.get(where={"source_file": fid}, include=["metadatas"]))
-                have = {cid: _identity(m) for cid, m in zip(got["ids"], got["metadatas"] or [])}
-                keep = {cid for cid, h in have.items() if cid in rows and _identity(rows[cid][0]) == h}
-                if stale := [cid for cid in have if cid not in keep]:
-                    self._call(lambda: self._collection.delete(ids=stale))
-            for i, chunk in enumerate(api.chunks):
-                if chunk.id not in keep:
-                    ids.append(chunk.id)
-                    embeddings.append(api_vectors[i])
-                    metadatas.append(rows[chunk.id][0])
-                    documents.append(rows[chunk.id][1])
-                    owners.append(n)
+    def add_missing(self, hashes: list[list[int]], vectors: list[np.ndarray], batch_size: int,
+                    after_first_batch_of: tuple[int, Callable[[], None]] | None = None) -> None:
+        """Add a row for each hash (per API: its chunks' hashes and vectors, in chunk order) that
+        Chroma lacks, in batches of ``batch_size``. ``after_first_batch_of`` (i, hook): call
+        hook after the first batch holding a text that the i-th API brought (a test's kill point)."""
+        first: dict[int, tuple[int, np.ndarray]] = {}
+        for n, (api_hashes, api_vectors) in enumerate(zip(hashes, vectors)):
+            for h, v in zip(api_hashes, api_vectors):
+                if h not in first and h not in self.present:
+                    first[h] = (n, v)
+        absent = list(first) if self.empty else self._absent(list(first))
         hooked = after_first_batch_of is None
-        for start in range(0, len(ids), batch_size):
-            end = start + batch_size
-            self._call(lambda: self._collection.add(ids=ids[start:end], embeddings=np.asarray(embeddings[start:end]),
-                                                    metadatas=metadatas[start:end],
-                                                    documents=documents[start:end] if self.published else None))
-            if not hooked and after_first_batch_of[0] in owners[start:end]:
+        for start in range(0, len(absent), batch_size):
+            batch = absent[start:start + batch_size]
+            ids = [hash_hex(h) for h in batch]
+            embeddings = np.asarray([first[h][1] for h in batch], dtype=np.float32)
+            self._call(lambda: self._collection.add(ids=ids, embeddings=embeddings))
+            self.present.update(batch)
+            self.added += len(batch)
+            if not hooked and any(first[h][0] == after_first_batch_of[0] for h in batch):
                 hooked = True
                 after_first_batch_of[1]()
+        self.present.update(first)
+
+    def _absent(self, hashes: list[int]) -> list[int]:
+        have: set[str] = set()
+        for ids in _batches([hash_hex(h) for h in hashes]):
+            have.update(self._call(lambda: self._collection.get(ids=ids, include=[]))["ids"])
+        self.present.update(int(cid, 16) for cid in have)
+        return [h for h in hashes if hash_hex(h) not in have]
+
+    def delete_unused(self, candidates: np.ndarray, used: np.ndarray) -> None:
+        """After the commit: delete the rows of ``candidates`` (hashes the previous generation's
+        changed and removed APIs used) that the committed generation (``used``, sorted unique) does not."""
+        unused = np.setdiff1d(np.asarray(candidates, np.uint64), used, assume_unique=False)
+        self._delete([hash_hex(int(h)) for h in unused])
+
+    def sweep(self, used: np.ndarray) -> None:
+        """After the commit of a repair: delete every row the committed generation does not use
+        (a killed run's rows, rows of a per-chunk store, rows of APIs a lost manifest listed)."""
+        if self.empty:
+            return
+        ids = self._call(lambda: self._collection.get(include=[]))["ids"]
+        wanted = {hash_hex(int(h)) for h in used}
+        stale = [cid for cid in ids if cid not in wanted]
+        if stale:
+            logger.info("Chroma: %d rows no indexed text uses removed", len(stale))
+        self._delete(stale)
+
+    def _delete(self, ids: list[str]) -> None:
+        for batch in _batches(ids):
+            self._call(lambda: self._collection.delete(ids=batch))
+            self.deleted += len(batch)
+
+    def per_chunk_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(distinct hashes, their float32 vectors) of a collection of an earlier version, whose
+        rows are chunks with their text's hash in ``embed_hash``: read a page at a time."""
+        found: dict[int, np.ndarray] = {}
+        total = self._call(lambda: self._collection.count())
+        for offset in range(0, total, ID_BATCH):
+            got = self._call(lambda: self._collection.get(include=["metadatas", "embeddings"], limit=ID_BATCH,
+                                                          offset=offset))
+            for metadata, vector in zip(got["metadatas"] or [], _rows(got["embeddings"])):
+                value = metadata.get("embed_hash") if isinstance(metadata, dict) else None
+                if isinstance(value, str):
+                    try:
+                        found.setdefault(int(value, 16), np.asarray(vector, dtype=np.float32))
+                    except ValueError:
+                        continue
+        if not found:
+            return np.empty(0, np.uint64), np.empty((0, 0), np.float32)
+        return np.asarray(list(found), dtype=np.uint64), np.stack(list(found.values()))
+
+    def copy_from(self, hashes: np.ndarray, vectors: np.ndarray, batch_size: int) -> None:
+        """Fill the (empty) collection with one row per distinct hash, from ``vectors`` (one per
+        entry of ``hashes``): rebuilding a per-chunk store without re-embedding."""
+        unique, first = np.unique(np.asarray(hashes, np.uint64), return_index=True)
+        order = np.argsort(first)  # rows in file order: the vectors file is read front to back
+        for start in range(0, len(order), batch_size):
+            rows = first[order[start:start + batch_size]]
+            ids = [hash_hex(int(h)) for h in unique[order[start:start + batch_size]]]
+            embeddings = np.asarray(vectors[rows], dtype=np.float32)
+            self._call(lambda: self._collection.add(ids=ids, embeddings=embeddings))
+            self.added += len(ids)
+        self.present.update(int(h) for h in unique)
 
 
-    def _row(self, file_id: str, ordinal: int, chunk: Chunk, embed_hash: int) -> tuple[dict, str | None]:
-        """(metadata, document) of a chunk's row; on a server the row also carries the chunk (its
-        JSON as the document, its place in the API, a hash of both) for replicas to pull."""
-        metadata = {"source_file": file_id, "type": chunk.type.value, "embed_hash": hash_hex(embed_hash)}
-        if not self.published:
-            return metadata, None
-        document = chunk.model_dump_json()
-        return metadata | {"ordinal": ordinal, "row_hash": hash_hex(text_hash(f"{ordinal}\0{document}"))}, document
-
-
-def _identity(metadata: dict | None) -> tuple:
-    """What must match for a row to stay: the embed text, and (on a server) the chunk and its place."""
-    metadata = metadata or {}
-    return metadata.get("embed_hash"), metadata.get("row_hash")
+def _batches(items: list, size: int = ID_BATCH) -> Iterable[list]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 def _rows(embeddings) -> list:

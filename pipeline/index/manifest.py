@@ -27,6 +27,7 @@ from specrag.core.versions import package_versions
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 2
+TEXT_ROWS, CHUNK_ROWS = "embed_text", "chunk"
 _VERSIONED_PACKAGES = ("chromadb", "bm25s", "llama-index-core")
 
 
@@ -38,7 +39,7 @@ class ApiState(str, Enum):
 class ApiEntry(BaseModel):
     content_hash: str = Field(description="ApiInfo.content_hash of the spec the live generation's chunks came "
                                           "from ('' for a pending API the live generation does not hold)")
-    state: ApiState = Field(description="pending while its Chroma rows are being replaced or removed")
+    state: ApiState = Field(description="pending while a build rewrites it (its new vectors added to Chroma), until the commit")
     n_chunks: int = 0
     chunks_digest: str = Field("", description="hash of the stored chunks (a re-chunk that changes none keeps it)")
 
@@ -60,6 +61,9 @@ class Manifest(IndexShape):
     catalogs: str | None = Field(None, description="file under data_dir/local listing the live generation's catalogs "
                                                    "(specrag.catalog.snapshot; a .zip in older indexes); None: read "
                                                    "the catalogs folder")
+    vector_rows: str = Field(CHUNK_ROWS, description="what one Chroma row is: 'embed_text' (one per distinct embed "
+                             "text, chroma_rows.py); 'chunk' (absent) in indexes of earlier versions, whose "
+                             "collection the next build rebuilds from the local index's vectors")
     versions: dict[str, str] = Field(default_factory=dict, description="package versions that wrote it")
     updated_at: str = ""
 

@@ -2,8 +2,9 @@
 
 Pulling writes the same files a local build writes (catalogs, ``sources.json``, a local
 generation, its catalogs snapshot (the same listing and blobs: catalog/snapshot.py) and the
-manifest that commits them), from the server's rows
-and files: no spec is parsed and nothing is embedded; only the BM25 postings are computed
+manifest that commits them), from the server's files (each API's chunks among them) and vector
+rows (found by the hashes of the chunks' embed texts): no spec is parsed and nothing is
+embedded; only the BM25 postings are computed
 here. The manifest is written last, so a pull killed midway leaves the previous generation
 served. ``ReplicaSync`` bounds how often a serving process asks the server whether a newer
 generation was published.
@@ -34,12 +35,13 @@ from specrag.index.collections import (
 from specrag.index.lock import IndexLock
 from specrag.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
 from specrag.index.pack_writer import NewApi, write_generation
-from specrag.index.publish import local_path, read_files
+from specrag.index.publish import listing, local_path, read_chunks, read_files
 from specrag.index.store import LOCAL_DIR, ChunkStore
+from specrag.index.vector_reuse import embed_text, hash_hex, text_hash
 from specrag.specs.models import Chunk
 
 logger = logging.getLogger(__name__)
-PAGE = 4096  # rows per request while pulling
+PAGE = 4096  # vectors per request while pulling
 
 
 def published_generation(store: ChunkStore) -> int | None:
@@ -56,11 +58,12 @@ def pull(store: ChunkStore) -> int | None:
     generation = published_generation(store)
     companion = _collection(store, files_name(settings)) if generation is not None else None
     try:
-        files = read_files(store, companion, generation) if companion is not None else None
+        listed = listing(store, companion) if companion is not None else None
+        files = read_files(store, companion, generation, listed) if listed is not None else None
         if files is None:
             return None
         manifest = Manifest.model_validate_json(files.pop(MANIFEST_NAME))
-        apis = _apis(store, manifest) if manifest.generation == generation else None
+        apis = _apis(store, manifest, companion, listed) if manifest.generation == generation else None
     except (ValueError, KeyError, TypeError, zlib.error) as exc:  # pydantic's ValidationError is a ValueError
         raise IndexDamagedError(f"the index published for {settings.storage.data_dir.name} on {settings.storage.chroma_host}:"
                                 f"{settings.storage.chroma_port} is unreadable ({type(exc).__name__}); run `specrag "
@@ -184,34 +187,40 @@ def _collection(store: ChunkStore, name: str):
     return collection
 
 
-def _apis(store: ChunkStore, manifest: Manifest) -> list[NewApi] | None:
-    """Every complete API of ``manifest`` from the rows, or None when any API's rows do not hash
-    to its ``chunks_digest`` (a build is changing them)."""
-    collection = _collection(store, collection_name(store.settings))
-    rows: dict[str, list[tuple[int, str, list, int]]] = {}
-    offset = 0
-    while True:
-        got = store.chroma_call(lambda: collection.get(limit=PAGE, offset=offset,
-                                                       include=["documents", "metadatas", "embeddings"]))
-        for doc, meta, vector in zip(got["documents"] or [], got["metadatas"] or [], _list(got["embeddings"])):
-            meta = meta or {}
-            if doc and isinstance(meta.get("ordinal"), int):
-                rows.setdefault(meta["source_file"], []).append((meta["ordinal"], doc, vector,
-                                                                 int(meta["embed_hash"], 16)))
-        if len(got["ids"]) < PAGE:
-            break
-        offset += PAGE
-    apis = []
+def _apis(store: ChunkStore, manifest: Manifest, companion, listed: dict[str, dict]) -> list[NewApi] | None:
+    """Every complete API of ``manifest`` from its published chunks and the vector rows of their
+    embed texts, or None when any API's chunks do not hash to its ``chunks_digest`` or a vector
+    is missing (a build is changing them)."""
+    published = read_chunks(store, companion, manifest, listed)
+    if published is None:
+        return None
+    chunks_of: dict[str, list[Chunk]] = {}
     for fid in sorted(manifest.complete_ids()):
         entry = manifest.apis[fid]
-        found = sorted(rows.get(fid, []), key=lambda r: r[0])
-        chunks = [Chunk.model_validate_json(doc) for _, doc, _, _ in found]
+        chunks = [Chunk.model_validate_json(line) for line in published.pop(fid)]
         if len(chunks) != entry.n_chunks or digest_chunks(chunks) != entry.chunks_digest:
             return None
-        vectors = np.asarray([v for _, _, v, _ in found], dtype=np.float32) if found else None
-        apis.append(NewApi(fid, entry.content_hash, entry.chunks_digest, chunks, vectors,
-                           np.asarray([h for *_, h in found], dtype=np.uint64)))
-    return apis
+        chunks_of[fid] = chunks
+    hashes = {fid: [text_hash(embed_text(c)) for c in chunks] for fid, chunks in chunks_of.items()}
+    vectors = _vectors(store, sorted({h for hs in hashes.values() for h in hs}))
+    if vectors is None:
+        return None
+    return [NewApi(fid, manifest.apis[fid].content_hash, manifest.apis[fid].chunks_digest, chunks,
+                   np.asarray([vectors[h] for h in hashes[fid]], dtype=np.float32) if chunks else None,
+                   np.asarray(hashes[fid], dtype=np.uint64)) for fid, chunks in chunks_of.items()]
+
+
+def _vectors(store: ChunkStore, hashes: list[int]) -> dict[int, list] | None:
+    """Hash -> vector from the corpus's vector rows, or None when any is missing."""
+    collection = _collection(store, collection_name(store.settings))
+    if collection is None:
+        return None
+    found: dict[int, list] = {}
+    for start in range(0, len(hashes), PAGE):
+        ids = [hash_hex(h) for h in hashes[start:start + PAGE]]
+        got = store.chroma_call(lambda: collection.get(ids=ids, include=["embeddings"]))
+        found.update((int(cid, 16), vector) for cid, vector in zip(got["ids"], _list(got["embeddings"])))
+    return found if len(found) == len(hashes) else None
 
 
 def _write_files(settings: Settings, files: dict[str, bytes]) -> None:

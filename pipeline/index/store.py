@@ -5,10 +5,10 @@ Layout under ``settings.data_dir``: ``manifest.json`` (manifest.py, the commit r
 postings; pack.py), ``chroma/`` (the embedded Chroma store, unless ``settings.chroma_host``
 names a server) and ``sources.json`` (what each spec file looked like when last read).
 
-Chroma is the store of record for the vectors: one row per chunk with its float32 vector and
-the metadata needed to filter, delete and reuse it (``source_file``, ``type``, ``embed_hash``),
-no text. The chunks' text and metadata are stored once, in the local index; they are derived
-from the specs, so repairing a damaged local index re-reads specs and reuses Chroma's vectors.
+Chroma is the store of record for the vectors: one row per distinct embed text (id: the
+text's hash, chroma_rows.py) with its float32 vector, no text and no metadata. The chunks' text
+and metadata are stored once, in the local index; they are derived from the specs, so repairing
+a damaged local index re-reads specs and reuses Chroma's vectors (found by the texts' hashes).
 Queries never touch Chroma. Only APIs complete in the manifest and present in the live
 generation with the same content hash are served. The catalogs the manifest names
 (``local/catalogs-*.json`` and its blobs, catalog/snapshot.py) are opened with the local index: a
@@ -41,6 +41,7 @@ from specrag.index.collections import (
     open_collection,
     remove_orphan_segments,
     server_client,
+    vacuum_store,
 )
 from specrag.index.embeddings import (
     Embedder,
@@ -369,6 +370,12 @@ class ChunkStore:
             if not self.settings.storage.chroma_host:
                 remove_orphan_segments(self.data_dir / "chroma")
         self._collection, self._vectors = None, None
+
+    def compact_chroma(self) -> None:
+        """Close Chroma and compact the embedded store's database (after a collection shrank a lot)."""
+        self.close_chroma()
+        if not self.settings.storage.chroma_host:
+            vacuum_store(self.data_dir / "chroma")
 
     def write_manifest(self, manifest: Manifest) -> None:
         save_manifest(self.data_dir, manifest)

@@ -3,14 +3,15 @@ before, embedded (once per distinct text) otherwise.
 
 A vector depends only on the model and the embed text, so it is found by a 64-bit hash of the
 text: first among the texts embedded in this run (the fleet repeats many operations and
-schemas verbatim), then in the previous local index, then in Chroma's rows of the same API
-(left by a run that was killed before it committed).
+schemas verbatim), then in the previous local index, then in Chroma, whose rows are keyed by
+the same hash (a run killed before it committed left its vectors there).
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 
 import numpy as np
 from specrag.index.embeddings import Embedder
@@ -46,10 +47,14 @@ def embed_sorted(model: Embedder, texts: list[str], sub_batch: int = EMBED_SUB_B
 
 
 class VectorSource:
-    """Hash -> vector, filled from the previous local index, Chroma rows and this run's embeddings."""
+    """Hash -> vector, filled from the previous local index, Chroma rows and this run's embeddings.
 
-    def __init__(self, model: Embedder | None, previous: LocalIndex | None):
+    ``stored``: hashes -> (hashes found, their vectors) in the store of record (Chroma, by id)."""
+
+    def __init__(self, model: Embedder | None, previous: LocalIndex | None,
+                 stored: Callable[[list[int]], tuple[list[int], list]] | None = None):
         self.model = model
+        self._stored = stored
         self._known: dict[int, np.ndarray] = {}
         self._previous = previous if previous is not None and previous.vectors is not None else None
         self._order: np.ndarray | None = None  # rows of the previous index sorted by embed hash
@@ -73,6 +78,12 @@ class VectorSource:
         """Vectors found elsewhere (Chroma rows of a killed run)."""
         for h, v in zip(hashes, vectors):
             self._known.setdefault(h, np.asarray(v, dtype=np.float32))
+
+    def find(self, hashes: list[int]) -> None:
+        """Look up every hash no source has yet: in the previous index, then (one batched request
+        by id, not per API) in the store of record."""
+        if (missing := self.missing(hashes)) and self._stored is not None:
+            self.offer(*self._stored(missing))
 
     def embed(self, chunks: list[Chunk], hashes: list[int]) -> None:
         """Embed the texts of ``chunks`` that no source has, each distinct text once, in one

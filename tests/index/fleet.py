@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 from specrag.core.ids import errors_chunk_id, make_chunk_id, operation_chunk_id
+from specrag.index.vector_reuse import embed_text, hash_hex, text_hash
 from specrag.specs.models import ApiChunks, ApiInfo, Chunk, ChunkType, RefStats
 
 MODEL_DIR = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx"  # ../shared beside the repo
@@ -33,6 +34,11 @@ def errors(op: Chunk, text: str) -> Chunk:
                  method=op.method, path=op.path, operation_id=op.operation_id, name=op.operation_id,
                  text=f"{op.method} {op.path} errors:\n{text}", embed_text=f"errors of {op.method} {op.path}: {text}",
                  search_text=f"{op.operation_id} errors {text}")
+
+
+def row_ids(chunks: list[Chunk]) -> list[str]:
+    """The Chroma row ids of the chunks' embed texts (one row per distinct text)."""
+    return list(dict.fromkeys(hash_hex(text_hash(embed_text(c))) for c in chunks))
 
 
 def api(file_id: str, chunks: list[Chunk], version: str = "1") -> ApiChunks:

@@ -6,7 +6,7 @@ import pytest
 from specrag.index import ChunkStore, IndexBuilder
 
 from .chroma_server import ChromaServer
-from .fleet import mini_fleet
+from .fleet import mini_fleet, row_ids, weather_api
 
 
 @pytest.fixture
@@ -28,5 +28,6 @@ def test_build_and_query_through_a_chroma_server(chroma_server, tmp_path, settin
     assert set(store.get_chunks(["users:components/schemas/User"])) == {"users:components/schemas/User"}
     report = IndexBuilder(store, settings).build(mini_fleet()[:2], progress=False)
     assert report.apis_removed == ["weather"]
-    assert store.vectors.client.get(where={"source_file": "weather"})["ids"] == []
+    assert store.vectors.client.get(ids=row_ids(weather_api().chunks))["ids"] == []
+    assert store.vectors.client.count() == 9
     store.close()

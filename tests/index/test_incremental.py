@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from specrag.index import ChunkStore, IndexBuilder, load_manifest
 
-from .fleet import component, endpoint, mini_fleet, pets_api, users_api, weather_api
+from .fleet import component, endpoint, mini_fleet, pets_api, row_ids, users_api, weather_api
 
 
 def _build(settings, model, apis, **kwargs):
@@ -54,7 +54,8 @@ def test_deleted_spec_is_removed(settings, embed_model):
     store, report = _build(settings, embed_model, [users_api(), pets_api()])
     assert report.apis_removed == ["weather"] and report.chunks_embedded == 0
     assert store.complete_api_ids() == {"users", "pets"}
-    assert store.vectors.client.get(where={"source_file": "weather"})["ids"] == []
+    assert store.vectors.client.get(ids=row_ids(weather_api().chunks))["ids"] == []  # its texts' rows
+    assert store.vectors.client.count() == 9
     assert store.vector_search("weather forecast", None, None, 20)
     for search in (store.vector_search, store.lexical_search):
         assert all(h.node.metadata["source_file"] != "weather" for h in search("weather forecast", None, None, 20))
@@ -122,10 +123,10 @@ def test_local_vectors_stay_aligned_after_updates(settings, embed_model):
     assert report.chunks_embedded == 2
     local = store.local
     for file_id in local.header.apis:
-        ids = local.chunk_ids(file_id)
-        stored = store.vectors.client.get(ids=ids, include=["embeddings"])
+        rows = [row_ids([c])[0] for c in local.api_chunks(file_id)]  # each chunk's text's row
+        stored = store.vectors.client.get(ids=list(dict.fromkeys(rows)), include=["embeddings"])
         by_id = dict(zip(stored["ids"], stored["embeddings"]))
-        expected = np.asarray([by_id[i] for i in ids], dtype=np.float32)
+        expected = np.asarray([by_id[i] for i in rows], dtype=np.float32)
         expected /= np.linalg.norm(expected, axis=1, keepdims=True)
         assert local.rows_vectors(file_id) == pytest.approx(expected, abs=2e-3), file_id
     store.close()

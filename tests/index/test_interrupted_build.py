@@ -21,7 +21,7 @@ from specrag.index.builder import PAUSE_HOOK_ENV
 from specrag.index.workspace import corpus_settings, update_index
 from specrag.specs.models import ApiChunks
 
-from .fleet import MODEL_DIR, api, component, endpoint
+from .fleet import MODEL_DIR, api, component, endpoint, row_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = ["books", "music", "maps", "films", "trains", "games"]
@@ -81,9 +81,14 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     assert manifest.pending_ids() == {"books", "music", "maps"} and manifest.local_dir == first_local
 
     store = ChunkStore.open(settings, embed_model=embed_model)
-    maps_rows = set(store.vectors.client.get(where={"source_file": "maps"})["ids"])
-    assert "maps:paths/~1maps~1recommendations/get" in maps_rows  # the killed run's first batch
-    assert "maps:paths/~1maps~1archive/get" not in maps_rows
+    rows = store.vectors.client
+    assert rows.count() == 24 + 6  # every text of version 1, and the new texts of books, music and maps
+    new_maps = row_ids(_topic_api("maps", "2").chunks)
+    assert set(rows.get(ids=new_maps)["ids"]) == set(new_maps)  # the killed run's first batch of maps
+    assert len(rows.get(ids=row_ids(_topic_api("films", "2").chunks))["ids"]) == 2  # films: not reached
+    # rows are only added before the commit: nothing the served generation (version 1) uses is gone
+    served = [i for name in NAMES for i in row_ids(_topic_api(name, "1").chunks)]
+    assert set(rows.get(ids=served)["ids"]) == set(served)
     # nothing of the killed run is committed: the last complete generation is served whole, the
     # pending APIs in the version it holds (queries never read Chroma's half-written rows)
     assert store.complete_api_ids() == set(NAMES)
@@ -108,7 +113,7 @@ def test_kill_9_mid_build_then_repair(tmp_path, settings, embed_model):
     # texts of each API the killed run never reached are embedded
     assert (report.chunks_embedded, report.chunks_reused) == (6, 18) and report.local_written
     assert store.complete_api_ids() == set(NAMES) and not load_manifest(settings.storage.data_dir).pending_ids()
-    assert store.vectors.client.count() == 24
+    assert store.vectors.client.count() == 24 and report.vectors_deleted == 12  # version 1's own texts, swept
     maps_ids = [c.id for c in _topic_api("maps", "2").chunks]
     assert store.api_chunk_ids("maps") == maps_ids and set(store.get_chunks(maps_ids)) == set(maps_ids)
     assert "maps:paths/~1maps~1archive/get" not in store.get_chunks(["maps:paths/~1maps~1archive/get"])

@@ -21,6 +21,7 @@ from specrag.index.collections import (
     collection_name,
     files_name,
 )
+from specrag.index.manifest import load_manifest
 from specrag.index.replica import published_generation, sync_corpus
 from specrag.index.store import ChunkStore
 from specrag.index.workspace import (
@@ -189,11 +190,13 @@ def test_a_tenant_has_a_chroma_tenant_of_its_own(server, specs, settings, embed_
     assert kb.api_ids == {"users_api"}
 
 
-@pytest.mark.parametrize("kill_after", [".delete(", ".add("])
+@pytest.mark.parametrize("kill_after", ['include=["embeddings"]', ".add("])
 def test_a_server_killed_mid_build_is_one_line_and_the_next_build_repairs(server, specs, settings, embed_model,
                                                                           monkeypatch, kill_after):
-    """Killed after the changed API's old rows are deleted (it is pending), or after its new rows
-    are written (committed locally, not published): a replica never pulls the half-written state."""
+    """Killed while the changed API is pending (after its new text was looked up), or after its
+    new row is written (committed locally, not published): the generation published before stays
+    whole on the server (rows are only added before a commit), and a replica pulls it, never the
+    half-written state."""
     one, two = replica(settings, server, "one"), replica(settings, server, "two")
     local, _ = index(one, [specs], embed_model)
     published = published_generation(ChunkStore(local, None))
@@ -214,10 +217,13 @@ def test_a_server_killed_mid_build_is_one_line_and_the_next_build_repairs(server
     server.start()  # same path, same port
     stale = two.model_copy(update={"data_dir": two.storage.data_dir / "corpora" / local.storage.data_dir.name})
     assert published_generation(ChunkStore(stale, None)) == published
-    assert not sync_corpus(stale) and not (stale.storage.data_dir / "manifest.json").exists()  # rows and marker disagree
+    assert sync_corpus(stale) and load_manifest(stale.storage.data_dir).generation == published
+    pulled = ChunkStore.open(stale, embed_model=None)
+    assert pulled.complete_api_ids() == {"users_api", "petstore_v2"} and not pulled.get_chunks([AVATAR_ID])
+    pulled.close()
 
     repaired, run = index(one, [specs], embed_model)
-    assert run.index["apis_repaired"] == (["users_api"] if kill_after == ".delete(" else [])
+    assert run.index["apis_repaired"] == (["users_api"] if kill_after != ".add(" else [])
     store = ChunkStore.open(repaired, embed_model=None)
     assert published_generation(store) == store.manifest.generation > published
     fresh, _ = index(replica(settings, server, "fresh", collection="fresh"), [specs], embed_model)

@@ -101,7 +101,7 @@ def test_an_index_with_one_row_per_chunk_is_rebuilt_from_its_own_vectors(setting
     assert report.apis_unchanged == ["users", "pets", "weather"] and report.chunks_embedded == 0
     assert set(store.chroma.get(include=[])["ids"]) == set(row_ids(chunks)) and report.vectors_added == 11
     got = store.chroma.get(ids=row_ids(chunks[:1]), include=["embeddings"])["embeddings"][0]
-    np.testing.assert_array_equal(np.asarray(got, dtype=np.float32), vectors[0])  # the old row's own vector
+    np.testing.assert_allclose(np.asarray(got), vectors[0], rtol=1e-5, atol=1e-7)  # the old row's own vector
     assert load_manifest(settings.storage.data_dir).vector_rows == TEXT_ROWS
     database = settings.storage.data_dir / "chroma" / "chroma.sqlite3"
     with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:

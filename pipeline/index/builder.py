@@ -180,8 +180,8 @@ class IndexBuilder:
                        "per distinct embed text from its own vectors (no re-embedding)", self.store.data_dir)
         hashes, vectors = rows.per_chunk_vectors()
         self.store.reset_vectors()
-        rows.empty = True
         rows.copy_from(hashes, vectors, self.batch_size)
+        rows.empty = not len(hashes)  # the copied rows are there to be found by hash
         self.store.compact_chroma()  # the dropped rows' pages: most of the database
         return True
 

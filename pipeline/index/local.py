@@ -53,6 +53,7 @@ STUB_CACHE = 16384  # ranking stubs, ~1 KB each (fresh queries after warm-up: p5
 PRODUCT_CACHE = 8  # whole-block cosine arrays of recent query embeddings (270 KB for 68k rows)
 BM25_CACHE = 16  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows)
 RANKING_CACHE = 64  # ranked rows of recent searches (a few KB each)
+METHOD_MASK_CACHE = 16  # row masks per set of HTTP methods (one byte a row)
 # every search ranks at least this deep and keeps it: producer expansion ranks each API 90 deep
 # (3 x its 30) after stage 3 ranked the same API 30 deep, and is served from that ranking
 RANKING_DEPTH = 90
@@ -102,6 +103,7 @@ class LocalIndex:
         self._bm25_totals = lru_cache(maxsize=BM25_CACHE)(self.postings.totals)
         self._query_term_ids = _weak_cache(self, LocalIndex._term_ids_of, BM25_CACHE)
         self._rankings = RecentRankings(RANKING_CACHE, RANKING_DEPTH)
+        self._method_masks = _weak_cache(self, LocalIndex._load_method_mask, METHOD_MASK_CACHE)
 
     @classmethod
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
@@ -143,9 +145,15 @@ class LocalIndex:
         return codes
 
     def _method_mask(self, methods: list[str]) -> np.ndarray:
-        """Rows of operations (and their errors) of ``methods``, as a bool mask over all rows."""
-        wanted = [METHOD_CODES[m.upper()] for m in methods if m and m.upper() in METHOD_CODES]
-        return np.isin(self.methods, wanted)
+        """Rows of operations (and their errors) of ``methods``, as a bool mask over all rows
+        (read-only, kept per set of methods: a query's searches ask for the same few)."""
+        wanted = tuple(sorted({METHOD_CODES[m.upper()] for m in methods if m and m.upper() in METHOD_CODES}))
+        return self._method_masks(wanted)
+
+    def _load_method_mask(self, codes: tuple[int, ...]) -> np.ndarray:
+        mask = np.isin(self.methods, codes)
+        mask.flags.writeable = False
+        return mask
 
     def search(self, query: str, file_ids: AbstractSet[str], types: list[str] | None, k: int,
                hydrate: bool = True, methods: list[str] | None = None) -> list[NodeWithScore] | RankedRows:

@@ -73,10 +73,12 @@ def test_repair_after_a_lost_manifest_reuses_chroma_by_hash_and_sweeps_unused_ro
     store.close()
 
 
-def test_an_index_with_one_row_per_chunk_is_rebuilt_from_its_own_vectors(settings, embed_model, caplog):
+@pytest.mark.parametrize("local_index", ["kept", "unreadable"])
+def test_an_index_with_one_row_per_chunk_is_rebuilt_from_its_own_vectors(settings, embed_model, caplog, local_index):
     """An index of the previous version: per-chunk rows (id = chunk id, metadata with the text's
     hash) and a manifest without ``vector_rows``. The next build rebuilds the collection from those
-    rows' vectors, embedding nothing, and the one after leaves it alone."""
+    rows' vectors, embedding nothing, also when the local index is of a format this version cannot
+    read (it is rebuilt from the specs and the migrated rows), and the one after leaves it alone."""
     fleet = mini_fleet()
     store, _ = _build(settings, embed_model, fleet)
     store.reset_vectors()
@@ -94,11 +96,18 @@ def test_an_index_with_one_row_per_chunk_is_rebuilt_from_its_own_vectors(setting
     old = json.loads(path.read_text())
     del old["vector_rows"]
     path.write_text(json.dumps(old))
+    if local_index == "unreadable":  # as a generation of the previous pack format is to this version
+        header = settings.storage.data_dir / "local" / old["local_dir"] / "pack.json"
+        header.write_text(header.read_text().replace('"format_version":2', '"format_version":1'))
     assert load_manifest(settings.storage.data_dir).vector_rows == "chunk"
 
-    store, report = _build(settings, embed_model, fleet)
+    store, report = _build(settings, embed_model, fleet, repair=True)  # as `specrag index` opens it
     assert "one row per chunk" in caplog.text and "no re-embedding" in caplog.text
-    assert report.apis_unchanged == ["users", "pets", "weather"] and report.chunks_embedded == 0
+    assert report.chunks_embedded == 0
+    if local_index == "kept":
+        assert report.apis_unchanged == ["users", "pets", "weather"]
+    else:
+        assert report.full_rebuild.startswith("index damaged") and len(report.apis_repaired) == 3
     assert set(store.chroma.get(include=[])["ids"]) == set(row_ids(chunks)) and report.vectors_added == 11
     got = store.chroma.get(ids=row_ids(chunks[:1]), include=["embeddings"])["embeddings"][0]
     np.testing.assert_allclose(np.asarray(got), vectors[0], rtol=1e-5, atol=1e-7)  # the old row's own vector

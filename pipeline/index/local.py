@@ -51,13 +51,13 @@ STUB = "_stub"  # metadata flag of a node that carries only id, source_file and 
 RECORD_CACHE = 4096
 STUB_CACHE = 16384  # ranking stubs, ~1 KB each (fresh queries after warm-up: p50 -1 ms for +12 MB RSS over 4096)
 PRODUCT_CACHE = 8  # whole-block cosine arrays of recent query embeddings (270 KB for 68k rows)
-BM25_CACHE = 16  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows)
+BM25_CACHE = 8  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows, 1.1 MB at 4x)
 RANKING_CACHE = 64  # ranked rows of recent searches (a few KB each)
 METHOD_MASK_CACHE = 16  # row masks per set of HTTP methods (one byte a row)
 # every search ranks at least this deep and keeps it: producer expansion ranks each API 90 deep
 # (3 x its 30) after stage 3 ranked the same API 30 deep, and is served from that ranking
 RANKING_DEPTH = 90
-CONVERT_ROWS = 8192  # float16 rows read and converted per step: building a block, or a span outside one (12 MB as float32)
+CONVERT_ROWS = 2048  # float16 rows read and converted per step: building a block (its float64 residuals: 6 MB), or a span outside one
 PRODUCT_ROWS = 4096  # int8 rows widened to float32 per step of a product (6 MB: stays in cache)
 # blocks ranked exactly when searched whole (float32 rows, found through int8 estimates: for the
 # fleet's 19.3k endpoint rows, which every query's stage 1 searches, 0.25 against 0.83 ms with a
@@ -109,10 +109,6 @@ class LocalIndex:
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
         return cls(Pack.open(folder, verify=verify))
 
-    @cached_property
-    def _position(self) -> dict[str, int]:
-        """Row of each chunk id (built on the first lookup: a build that only copies rows never needs it)."""
-        return {chunk_id: row for row, chunk_id in enumerate(self.pack.ids)}
 
     @property
     def vectors(self) -> np.ndarray | None:
@@ -315,12 +311,9 @@ class LocalIndex:
         """Where each row's chunk id falls in the ids' sorted order (fusion breaks ties by id)."""
         return self._id_order[rows]
 
-    @cached_property
+    @property
     def _id_order(self) -> np.ndarray:
-        ids = self.pack.ids
-        order = np.empty(len(ids), dtype=np.int32)
-        order[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int32)
-        return order
+        return self.pack.arrays["id_rank"]
 
     def in_apis(self, rows: np.ndarray, file_ids: set[str]) -> np.ndarray:
         """Which ``rows`` belong to one of ``file_ids``, as a bool array."""
@@ -339,10 +332,13 @@ class LocalIndex:
     def _chunk_rows(self) -> np.ndarray:
         """Each row's chunk row: its own, or for a ``:partN`` row the row of the chunk's first part
         (which keeps the chunk's id). Built on the first search."""
-        rows = np.arange(self.header.n_rows, dtype=np.int64)
+        rows = np.arange(self.header.n_rows, dtype=np.int32)
+        if not self.pack.ids.contains(":part"):
+            return rows
         for row, chunk_id in enumerate(self.pack.ids):
             if ":part" in chunk_id:
-                rows[row] = self._position.get(base_chunk_id(chunk_id), row)
+                found = self.pack.ids.row_of(base_chunk_id(chunk_id))
+                rows[row] = row if found is None else found
         return rows
 
     # ---- chunks --------------------------------------------------------------------------
@@ -380,7 +376,7 @@ class LocalIndex:
             "source_file": self._apis[self._file_of[row]], "type": TYPE_ORDER[self._type_of[row]], STUB: True})
 
     def rows_of(self, ids: list[str]) -> dict[str, int]:
-        return {cid: self._position[cid] for cid in ids if cid in self._position}
+        return {cid: row for cid, row in zip(ids, self.pack.ids.rows_of(ids)) if row is not None}
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         return {cid: self._chunk(row) for cid, row in self.rows_of(ids).items()}
@@ -389,7 +385,7 @@ class LocalIndex:
         """A chunk's metadata as stored (``Chunk.metadata()``), kept per row: shared and read-only
         (copy it to change it). Each reference of a context needs it, and encoding it again from
         the chunk (ten JSON fields) was 0.3 ms of a query."""
-        row = self._position.get(chunk_id)
+        row = self.pack.ids.row_of(chunk_id)
         return None if row is None else self._stored_metadata(row)
 
     def _load_stored_metadata(self, row: int) -> dict:

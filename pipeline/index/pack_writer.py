@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from specrag.index.lexical import LEXICAL_VERSION, document_terms
-from specrag.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, seal
+from specrag.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, id_hash, seal
 from specrag.index.vector_reuse import text_hash
 from specrag.specs.models import Chunk
 
@@ -80,7 +80,7 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
     for name, array in (("ordinal", ordinal), ("embed_hash", embed_hash), ("vector_of", vector_of),
                         ("chunk_offsets", offsets), *post.items()):
         np.save(tmp / f"{name}.npy", array)
-    (tmp / "ids.json").write_text(json.dumps(ids), encoding="utf-8")
+    _write_ids(tmp, ids)
     (tmp / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     n_vectors = int(vector_of.max()) + 1 if sources is not None and n else 0
     header = seal(tmp, PackHeader(generation=generation, n_rows=n, dim=dim, n_vectors=n_vectors,
@@ -88,6 +88,19 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
     return header
+
+
+def _write_ids(folder: Path, ids: list[str]) -> None:
+    """``ids.bin`` with its offsets, each id's hash and its place in sorted order (pack.py)."""
+    encoded = [i.encode("utf-8") for i in ids]
+    offsets = np.zeros(len(ids) + 1, np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    (folder / "ids.bin").write_bytes(b"".join(encoded))
+    rank = np.empty(len(ids), np.int32)
+    rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int32)
+    for name, array in (("id_offsets", offsets), ("id_rank", rank),
+                        ("id_hash", np.fromiter((id_hash(i) for i in ids), np.uint64, len(ids)))):
+        np.save(folder / f"{name}.npy", array)
 
 
 class _VectorSources:

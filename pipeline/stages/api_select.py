@@ -32,6 +32,7 @@ from specrag.catalog.models import ApiIndex, Catalog
 from specrag.core.bm25 import Bm25Ranker
 from specrag.core.fusion import weighted_rrf
 from specrag.core.records import ApiSelection
+from specrag.index.blas import one_blas_thread
 from specrag.stages.hybrid_retriever import ranking
 from specrag.stages.names import without_names
 from specrag.stages.query import SpecQuery
@@ -99,7 +100,8 @@ class KeywordApiSelector:
         embedding = self.embed_query(query)
         if embedding is None:
             return []
-        sims = self.api_vectors @ np.asarray(embedding, dtype=np.float32)
+        with one_blas_thread():  # a matrix-vector product: BLAS threads only contend (measured under load)
+            sims = self.api_vectors @ np.asarray(embedding, dtype=np.float32)
         return [self.ids[i] for i in np.argsort(-sims, kind="stable")[:depth]]
 
     def _evidence(self, query: str) -> list[str]:

@@ -54,6 +54,7 @@ PRODUCT_CACHE = 8  # whole-block cosine arrays of recent query embeddings (270 K
 BM25_CACHE = 8  # whole-index BM25 score arrays (query term ids -> 274 KB each for 68k rows, 1.1 MB at 4x)
 RANKING_CACHE = 64  # ranked rows of recent searches (a few KB each)
 METHOD_MASK_CACHE = 16  # row masks per set of HTTP methods (one byte a row)
+ROW_CACHE = 32768  # recent chunk id -> row answers (~3 us a lookup through the ids' hashes; ~4 MB)
 # every search ranks at least this deep and keeps it: producer expansion ranks each API 90 deep
 # (3 x its 30) after stage 3 ranked the same API 30 deep, and is served from that ranking
 RANKING_DEPTH = 90
@@ -104,6 +105,8 @@ class LocalIndex:
         self._query_term_ids = _weak_cache(self, LocalIndex._term_ids_of, BM25_CACHE)
         self._rankings = RecentRankings(RANKING_CACHE, RANKING_DEPTH)
         self._method_masks = _weak_cache(self, LocalIndex._load_method_mask, METHOD_MASK_CACHE)
+        self._known_rows: OrderedDict[str, int] = OrderedDict()  # recent id -> row answers (a query asks hundreds)
+        self._known_lock = threading.Lock()
 
     @classmethod
     def load(cls, folder: Path, verify: bool = True) -> "LocalIndex":
@@ -337,7 +340,7 @@ class LocalIndex:
             return rows
         for row, chunk_id in enumerate(self.pack.ids):
             if ":part" in chunk_id:
-                found = self.pack.ids.row_of(base_chunk_id(chunk_id))
+                found = self._row_of(base_chunk_id(chunk_id))
                 rows[row] = row if found is None else found
         return rows
 
@@ -375,8 +378,23 @@ class LocalIndex:
         return TextNode(id_=self.pack.ids[row], text="", metadata={
             "source_file": self._apis[self._file_of[row]], "type": TYPE_ORDER[self._type_of[row]], STUB: True})
 
+    def _row_of(self, chunk_id: str) -> int | None:
+        return self.rows_of([chunk_id]).get(chunk_id)
+
+    def _remember_row(self, chunk_id: str, row: int) -> None:
+        with self._known_lock:
+            self._known_rows[chunk_id] = row
+            if len(self._known_rows) > ROW_CACHE:
+                self._known_rows.popitem(last=False)
+
     def rows_of(self, ids: list[str]) -> dict[str, int]:
-        return {cid: row for cid, row in zip(ids, self.pack.ids.rows_of(ids)) if row is not None}
+        found = {cid: self._known_rows.get(cid) for cid in ids}
+        if missing := [cid for cid, row in found.items() if row is None]:
+            for cid, row in zip(missing, self.pack.ids.rows_of(missing)):
+                found[cid] = row
+                if row is not None:
+                    self._remember_row(cid, row)
+        return {cid: row for cid, row in found.items() if row is not None}
 
     def get_chunks(self, ids: list[str]) -> dict[str, Chunk]:
         return {cid: self._chunk(row) for cid, row in self.rows_of(ids).items()}
@@ -385,7 +403,7 @@ class LocalIndex:
         """A chunk's metadata as stored (``Chunk.metadata()``), kept per row: shared and read-only
         (copy it to change it). Each reference of a context needs it, and encoding it again from
         the chunk (ten JSON fields) was 0.3 ms of a query."""
-        row = self.pack.ids.row_of(chunk_id)
+        row = self._row_of(chunk_id)
         return None if row is None else self._stored_metadata(row)
 
     def _load_stored_metadata(self, row: int) -> dict:

@@ -108,29 +108,32 @@ class ChunkIds(Sequence[str]):
     __hash__ = None  # mutable-looking sequence semantics: compared by value, never hashed
 
     @cached_property
-    def _by_hash(self) -> np.ndarray:
-        return np.argsort(self._hashes, kind="stable")
+    def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes sorted, the row of each): built on the first lookup."""
+        order = np.argsort(self._hashes, kind="stable")
+        return self._hashes[order], order
 
     def row_of(self, chunk_id: str) -> int | None:
-        """The row holding ``chunk_id``; None when no row does."""
+        """The row holding ``chunk_id``; None when no row does (LocalIndex keeps recent answers)."""
         return self.rows_of([chunk_id])[0]
 
     def rows_of(self, chunk_ids: list[str]) -> list[int | None]:
         """The row of each id (None where no row holds it): one vectorised search of their hashes."""
-        if not chunk_ids or not len(self):
+        hashes, order = self._sorted
+        if not chunk_ids or not len(hashes):
             return [None] * len(chunk_ids)
         wanted = np.fromiter((id_hash(c) for c in chunk_ids), np.uint64, len(chunk_ids))
-        order, hashes = self._by_hash, self._hashes
-        at = np.searchsorted(hashes, wanted, sorter=order)
+        at = np.minimum(hashes.searchsorted(wanted), len(hashes) - 1)
+        rows = order[at].tolist()
+        hit = (hashes[at] == wanted).tolist()
         out: list[int | None] = []
-        for chunk_id, h, i in zip(chunk_ids, wanted.tolist(), at.tolist()):
-            row = None
-            while i < len(order) and int(hashes[order[i]]) == h:
-                if self[int(order[i])] == chunk_id:
-                    row = int(order[i])
-                    break
-                i += 1
-            out.append(row)
+        for chunk_id, h, i, row, found in zip(chunk_ids, wanted.tolist(), at.tolist(), rows, hit):
+            if found and self[row] != chunk_id:  # two ids share a 64-bit hash: look at the others
+                found, i = False, i + 1
+                while i < len(hashes) and int(hashes[i]) == h and not found:
+                    row, i = int(order[i]), i + 1
+                    found = self[row] == chunk_id
+            out.append(row if found else None)
         return out
 
 

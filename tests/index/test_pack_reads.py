@@ -86,8 +86,8 @@ def test_rows_are_found_by_id(folder):
     string (a prefix, a near miss, a non-ASCII one) none."""
     pack = Pack.open(folder)
     ids = list(pack.ids)
-    assert pack.ids.rows_of(ids) == list(range(len(ids)))
-    assert pack.ids.rows_of([ids[0][:-1], ids[0] + "x", "ünïcode:id", ""]) == [None] * 4
+    assert [pack.ids.row_of(i) for i in ids] == list(range(len(ids)))
+    assert [pack.ids.row_of(i) for i in (ids[0][:-1], ids[0] + "x", "ünïcode:id", "")] == [None] * 4
     assert pack.ids[1:3] == ids[1:3] and pack.ids[-1] == ids[-1]
     ranked = sorted(range(len(ids)), key=ids.__getitem__)
     assert [int(r) for r in np.argsort(pack.arrays["id_rank"])] == ranked  # fusion's tie-break order

@@ -23,26 +23,7 @@ from specrag.catalog.io import (
 from specrag.core.errors import IndexDamagedError, IndexNotBuiltError
 from specrag.specs.ingest import ingest_paths
 
-
-def _spec(title: str, resource: str, extra_path: str = "") -> str:
-    return f"""\
-openapi: 3.0.0
-info: {{title: {title}, version: "1", description: "The {title} API for {resource}."}}
-paths:
-  /{resource}:
-    get:
-      operationId: list_{resource}
-      responses:
-        "200":
-          description: ok
-          content:
-            application/json:
-              schema: {{$ref: "#/components/schemas/Item"}}
-{extra_path}components:
-  schemas:
-    Item: {{type: object, properties: {{id: {{type: string}}}}}}
-"""
-
+from .specs import small_spec as _spec
 
 EXTRA = """\
   /{r}/{{id}}:

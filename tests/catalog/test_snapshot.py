@@ -20,27 +20,9 @@ from specrag.catalog.snapshot import (
 from specrag.core.errors import IndexDamagedError
 from specrag.specs.ingest import ingest_paths
 
+from .specs import small_spec as _spec
+
 PAST = 1_000_000  # an mtime no write in the test can have
-
-
-def _spec(title: str, resource: str, extra: str = "") -> str:
-    return f"""\
-openapi: 3.0.0
-info: {{title: {title}, version: "1", description: "The {title} API for {resource}."}}
-paths:
-  /{resource}:
-    get:
-      operationId: list_{resource}
-      responses:
-        "200":
-          description: ok
-          content:
-            application/json:
-              schema: {{$ref: "#/components/schemas/Item"}}
-{extra}components:
-  schemas:
-    Item: {{type: object, properties: {{id: {{type: string}}}}}}
-"""
 
 
 def _deletes(resource: str) -> str:

@@ -85,6 +85,18 @@ class ChunkIds(Sequence[str]):
     def __len__(self) -> int:
         return len(self._hashes)
 
+    @property
+    def offsets(self) -> np.ndarray:
+        return self._offsets
+
+    @property
+    def hashes(self) -> np.ndarray:
+        return self._hashes
+
+    def raw(self, start: int, end: int) -> bytes:
+        """The UTF-8 bytes of rows [start, end)'s ids, as stored (a writer copies them as they are)."""
+        return self._blob[int(self._offsets[start]):int(self._offsets[end])]
+
     def __getitem__(self, row):
         if isinstance(row, slice):
             return [self[i] for i in range(*row.indices(len(self)))]
@@ -295,6 +307,11 @@ def _close(fds: dict[str, int]) -> None:
 
 
 def _copy_range(path: Path, start: int, end: int, out, block: int = 1 << 22) -> int:
+    if hasattr(os, "copy_file_range") and end > start:
+        try:
+            return _copy_in_kernel(path, start, end, out)
+        except OSError:  # a file system or kernel without it: read and write, as below
+            pass
     with open(path, "rb") as fh:
         fh.seek(start)
         left = end - start
@@ -304,6 +321,22 @@ def _copy_range(path: Path, start: int, end: int, out, block: int = 1 << 22) -> 
                 raise IndexDamagedError(f"{path} ended early")
             out.write(data)
             left -= len(data)
+    return end - start
+
+
+def _copy_in_kernel(path: Path, start: int, end: int, out) -> int:
+    """The bytes move inside the kernel (or are shared, on file systems that can), not through
+    Python: a re-index copies every kept API's records."""
+    out.flush()
+    with open(path, "rb") as fh:
+        src, dst = fh.fileno(), out.fileno()
+        at, write_at, left = start, out.tell(), end - start
+        while left > 0:
+            done = os.copy_file_range(src, dst, left, at, write_at)
+            if done == 0:
+                raise IndexDamagedError(f"{path} ended early")
+            at, write_at, left = at + done, write_at + done, left - done
+        out.seek(write_at)
     return end - start
 
 

@@ -4,11 +4,13 @@ added from their new chunks. The folder is written under a temporary name and re
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import shutil
 import zlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,37 +52,40 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
     tmp = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    ids: list[str] = [""] * n
     ordinal, embed_hash = np.zeros(n, np.int32), np.zeros(n, np.uint64)
     offsets = np.zeros(n + 1, np.int64)
+    old_row = np.full(n, -1, np.int64)  # each kept row's row in the previous generation
+    ids = _IdsWriter(n, old)
     sources = _VectorSources(n, old, new) if dim else None
     with open(tmp / "chunks.bin", "wb") as records:
-        for span in spans:
-            rows = slice(span.start, span.end)
-            if span.old is not None:
-                s, e = span.old
-                ids[rows] = old.ids[s:e]
+        for run in _runs(spans):
+            if run.old is not None:  # consecutive kept rows of consecutive old rows: copied as bytes
+                s, e = run.old
+                rows = slice(run.start, run.end)
+                old_row[rows] = np.arange(s, e)
                 ordinal[rows], embed_hash[rows] = old.arrays["ordinal"][s:e], old.arrays["embed_hash"][s:e]
                 old_offsets = old.arrays["chunk_offsets"]
-                offsets[span.start + 1:span.end + 1] = old_offsets[s + 1:e + 1] - old_offsets[s] + offsets[span.start]
+                offsets[run.start + 1:run.end + 1] = old_offsets[s + 1:e + 1] - old_offsets[s] + offsets[run.start]
                 old.copy_records(s, e, records)
+                ids.old_run(run.start, s, e)
                 if sources is not None:
-                    sources.old_span(span.start, span.end, s)
+                    sources.old_span(run.start, run.end, s)
                 continue
-            api, positions = span.new
-            for row, i in zip(range(span.start, span.end), positions):
+            api, positions = run.new
+            for row, i in zip(range(run.start, run.end), positions):
                 data = zlib.compress(api.chunks[i].model_dump_json().encode(), 6)
                 records.write(data)
                 offsets[row + 1] = offsets[row] + len(data)
-                ids[row], ordinal[row], embed_hash[row] = api.chunks[i].id, i, api.embed_hashes[i]
+                ordinal[row], embed_hash[row] = i, api.embed_hashes[i]
+            ids.new_rows(run.start, [api.chunks[i].id for i in positions])
             if sources is not None:
-                sources.new_span(span.start, api, positions)
+                sources.new_span(run.start, api, positions)
     vector_of = sources.write(tmp / "vectors.npy", embed_hash, dim) if sources is not None else np.zeros(n, np.int32)
     vocab, post = _postings(old, spans, n, retokenize)
     for name, array in (("ordinal", ordinal), ("embed_hash", embed_hash), ("vector_of", vector_of),
                         ("chunk_offsets", offsets), *post.items()):
         np.save(tmp / f"{name}.npy", array)
-    _write_ids(tmp, ids)
+    ids.write(tmp, old_row)
     (tmp / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     n_vectors = int(vector_of.max()) + 1 if sources is not None and n else 0
     header = seal(tmp, PackHeader(generation=generation, n_rows=n, dim=dim, n_vectors=n_vectors,
@@ -90,17 +95,87 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
     return header
 
 
-def _write_ids(folder: Path, ids: list[str]) -> None:
-    """``ids.bin`` with its offsets, each id's hash and its place in sorted order (pack.py)."""
-    encoded = [i.encode("utf-8") for i in ids]
-    offsets = np.zeros(len(ids) + 1, np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    (folder / "ids.bin").write_bytes(b"".join(encoded))
-    rank = np.empty(len(ids), np.int32)
-    rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids), dtype=np.int32)
-    for name, array in (("id_offsets", offsets), ("id_rank", rank),
-                        ("id_hash", np.fromiter((id_hash(i) for i in ids), np.uint64, len(ids)))):
-        np.save(folder / f"{name}.npy", array)
+def _runs(spans: list[_Span]) -> list[_Span]:
+    """``spans`` with consecutive kept spans merged when their old rows are consecutive too: rows
+    are ordered by (type, API) in both generations, so a change of one API leaves a handful of
+    runs to copy whatever the fleet's size, not one per kept API and type."""
+    out: list[_Span] = []
+    for span in spans:
+        last = out[-1] if out else None
+        if (span.old is not None and last is not None and last.old is not None
+                and last.end == span.start and last.old[1] == span.old[0]):
+            out[-1] = _Span(last.start, span.end, (last.old[0], span.old[1]), None)
+        else:
+            out.append(span)
+    return out
+
+
+class _IdsWriter:
+    """``ids.bin`` with its offsets, each id's hash and its place in sorted order (pack.py).
+
+    Kept rows' ids, hashes and relative order come from the previous generation as they are
+    (bytes, not strings); only the new rows' ids are encoded, hashed and placed among them by
+    binary search, so the cost of a change of one API does not grow with the fleet."""
+
+    def __init__(self, n: int, old: Pack | None):
+        self.n, self.old = n, old
+        self.parts: list[tuple[int, bytes | tuple[int, int]]] = []  # (first row, new ids' bytes | old rows)
+        self.hashes = np.zeros(n, np.uint64)
+        self.lengths = np.zeros(n, np.int64)
+        self.new: dict[int, str] = {}  # row -> id, new rows only
+
+    def old_run(self, start: int, s: int, e: int) -> None:
+        old_offsets = self.old.ids.offsets
+        self.lengths[start:start + e - s] = np.diff(old_offsets[s:e + 1])
+        self.hashes[start:start + e - s] = self.old.ids.hashes[s:e]
+        self.parts.append((start, (s, e)))
+
+    def new_rows(self, start: int, chunk_ids: list[str]) -> None:
+        encoded = [c.encode("utf-8") for c in chunk_ids]
+        self.lengths[start:start + len(encoded)] = [len(b) for b in encoded]
+        self.hashes[start:start + len(encoded)] = np.fromiter((id_hash(c) for c in chunk_ids), np.uint64, len(encoded))
+        self.new.update(zip(range(start, start + len(chunk_ids)), chunk_ids))
+        self.parts.append((start, b"".join(encoded)))
+
+    def write(self, folder: Path, old_row: np.ndarray) -> None:
+        offsets = np.zeros(self.n + 1, np.int64)
+        np.cumsum(self.lengths, out=offsets[1:])
+        with open(folder / "ids.bin", "wb") as out:
+            for _, part in sorted(self.parts, key=lambda p: p[0]):
+                if isinstance(part, bytes):
+                    out.write(part)
+                else:
+                    out.write(self.old.ids.raw(*part))
+        for name, array in (("id_offsets", offsets), ("id_rank", self._ranks(old_row)), ("id_hash", self.hashes)):
+            np.save(folder / f"{name}.npy", array)
+
+    def _ranks(self, old_row: np.ndarray) -> np.ndarray:
+        """Each row's place in the sorted order of all ids: the kept rows keep their previous
+        relative order (their old ranks), the new ids are inserted by binary search."""
+        kept = np.flatnonzero(old_row >= 0)
+        kept = kept[np.argsort(self.old.arrays["id_rank"][old_row[kept]], kind="stable")] if len(kept) else kept
+        old_ids = self.old.ids if self.old is not None else None
+        new_rows = sorted(self.new, key=self.new.__getitem__)
+        places = np.array([bisect.bisect_left(_Sorted(old_ids, old_row, kept), self.new[r]) for r in new_rows],
+                          dtype=np.int64)
+        rank = np.empty(self.n, np.int32)
+        at = np.arange(len(kept), dtype=np.int64)
+        rank[kept] = at + np.searchsorted(places, at, side="right")
+        rank[np.asarray(new_rows, dtype=np.int64)] = places + np.arange(len(new_rows), dtype=np.int64)
+        return rank
+
+
+class _Sorted(Sequence[str]):
+    """The kept ids in sorted order, decoded on access (a binary search reads ~18 of them)."""
+
+    def __init__(self, ids, old_row: np.ndarray, kept: np.ndarray):
+        self.ids, self.old_row, self.kept = ids, old_row, kept
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def __getitem__(self, i):
+        return self.ids[int(self.old_row[self.kept[i]])]
 
 
 class _VectorSources:
@@ -221,7 +296,9 @@ def _postings(old: Pack | None, spans: list[_Span], n: int, retokenize: bool):
             texts += [api.chunks[i].search_text for i in positions]
         rows_of += range(s.start, s.end)
     docs_l, terms_l, tf_l, len_l, hash_l = [], [], [], [], []
-    for row, tokens in zip(rows_of, document_terms(texts) if texts else []):
+    distinct = list(dict.fromkeys(texts))  # a text the fleet repeats is tokenized once (documents: same order)
+    doc_of_text: dict[str, int] = {}
+    for text, tokens in zip(distinct, document_terms(distinct) if distinct else []):
         key = text_hash("\0".join(tokens))
         doc = known.get(key)
         if doc is None:
@@ -233,7 +310,9 @@ def _postings(old: Pack | None, spans: list[_Span], n: int, retokenize: bool):
                 docs_l.append(doc)
                 terms_l.append(term_id.setdefault(term, len(term_id)))
                 tf_l.append(min(count, 65535))
-        doc_of[row] = doc
+        doc_of_text[text] = doc
+    if rows_of:
+        doc_of[np.asarray(rows_of, np.int64)] = [doc_of_text[t] for t in texts]
     vocab = list(term_id)
     parts_docs.append(np.asarray(docs_l, np.int64))
     parts_terms.append(np.asarray(terms_l, np.int32))

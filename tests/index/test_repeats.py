@@ -96,3 +96,8 @@ def test_an_incremental_generation_scores_as_a_fresh_one(tmp_path):
     query = unit_vector(_vector("GET /pets: every animal kept").tolist())
     for words in ("every animal", "user address", "forecast city pets"):
         assert _by_id(incremental, query, words) == _by_id(fresh, query, words)
+    # kept rows' ids, hashes and records are copied as bytes, new ids placed among them: the
+    # same files as a fresh build's
+    for name in ("ids.bin", "chunks.bin", "id_offsets.npy", "id_hash.npy", "id_rank.npy", "ordinal.npy",
+                 "chunk_offsets.npy", "embed_hash.npy"):
+        assert (tmp_path / "gen-2" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name

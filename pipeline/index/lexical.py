@@ -67,23 +67,26 @@ class Postings:
         scores.flags.writeable = False
         return scores
 
-    def totals(self, term_ids: tuple[int, ...]) -> np.ndarray:
-        """Every row's BM25 score (read-only). Summed in float32 in query-term order per
-        document, as bm25s does per row; a row's score never depends on which rows a search
-        allows, so one array serves every scope of a query (see ``LocalIndex.search``)."""
+    def document_totals(self, term_ids: tuple[int, ...]) -> np.ndarray:
+        """Every document's BM25 score (read-only); a row's is its document's (``doc_of``).
+        Summed in float32 in query-term order per document, as bm25s does per row; a score never
+        depends on which rows a search allows, so one array serves every scope of a query (see
+        ``LocalIndex.search``), and each search reads only its own rows' scores from it."""
         totals = np.zeros(len(self.doc_len), dtype=np.float32)
         scores = self._scores
         for t in term_ids:
             start, end = self.ptr[t], self.ptr[t + 1]
             np.add.at(totals, self.docs[start:end], scores[start:end])
-        rows = totals[self.doc_of]
-        rows.flags.writeable = False
-        return rows
+        totals.flags.writeable = False
+        return totals
+
+    def totals(self, term_ids: tuple[int, ...]) -> np.ndarray:
+        """Every row's BM25 score."""
+        return self.document_totals(term_ids)[self.doc_of]
 
 
 def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Best ``k`` rows and their scores, best first, ties by row (stable, as the old full-array
-    ranking did)."""
+    """Best ``k`` rows and their scores, best first, ties by row among the ``k`` picked."""
     if k <= 0 or not len(rows):
         return rows[:0], scores[:0]
     k = min(k, len(rows))

@@ -10,6 +10,7 @@ import pytest
 from specrag.core.analysis import index_tokens
 from specrag.index.lexical import query_terms
 from specrag.index.local import LocalIndex, unit_vector
+from specrag.index.pack import TYPE_ORDER, Pack
 from specrag.index.pack_writer import NewApi, write_generation
 from specrag.index.vector_reuse import embed_text, text_hash
 from specrag.specs.models import ApiChunks
@@ -101,3 +102,16 @@ def test_an_incremental_generation_scores_as_a_fresh_one(tmp_path):
     for name in ("ids.bin", "chunks.bin", "id_offsets.npy", "id_hash.npy", "id_rank.npy", "ordinal.npy",
                  "chunk_offsets.npy", "embed_hash.npy"):
         assert (tmp_path / "gen-2" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
+
+
+def test_a_change_of_one_api_copies_the_others_in_a_few_runs(tmp_path, monkeypatch):
+    """The kept APIs' rows are copied in runs that merge across APIs and types: their number
+    depends on where the changed API lies, not on how many APIs the fleet has."""
+    first = _build(tmp_path / "gen-1", _fleet_with_copies())
+    copied = []
+    copy_records = Pack.copy_records
+    monkeypatch.setattr(Pack, "copy_records", lambda self, s, e, out: copied.append((s, e)) or copy_records(self, s, e, out))
+    changed = renamed(pets_api("2"), "pets_copy")
+    _build(tmp_path / "gen-2", [changed], old=first, keep=["pets", "users", "users_v2", "weather"])
+    assert len(copied) <= len(TYPE_ORDER) + 1  # before the changed API's rows of each type, and after the last
+    assert sum(e - s for s, e in copied) == first.header.n_rows - first.header.apis["pets_copy"].n_chunks

@@ -57,8 +57,9 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
     old_row = np.full(n, -1, np.int64)  # each kept row's row in the previous generation
     ids = _IdsWriter(n, old)
     sources = _VectorSources(n, old, new) if dim else None
+    runs = _runs(spans)
     with open(tmp / "chunks.bin", "wb") as records:
-        for run in _runs(spans):
+        for run in runs:
             if run.old is not None:  # consecutive kept rows of consecutive old rows: copied as bytes
                 s, e = run.old
                 rows = slice(run.start, run.end)
@@ -81,7 +82,7 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
             if sources is not None:
                 sources.new_span(run.start, api, positions)
     vector_of = sources.write(tmp / "vectors.npy", embed_hash, dim) if sources is not None else np.zeros(n, np.int32)
-    vocab, post = _postings(old, spans, n, retokenize)
+    vocab, post = _postings(old, runs, n, retokenize)
     for name, array in (("ordinal", ordinal), ("embed_hash", embed_hash), ("vector_of", vector_of),
                         ("chunk_offsets", offsets), *post.items()):
         np.save(tmp / f"{name}.npy", array)
@@ -119,7 +120,7 @@ class _IdsWriter:
 
     def __init__(self, n: int, old: Pack | None):
         self.n, self.old = n, old
-        self.parts: list[tuple[int, bytes | tuple[int, int]]] = []  # (first row, new ids' bytes | old rows)
+        self.parts: list[bytes | tuple[int, int]] = []  # in row order: new ids' bytes, or a run of old rows
         self.hashes = np.zeros(n, np.uint64)
         self.lengths = np.zeros(n, np.int64)
         self.new: dict[int, str] = {}  # row -> id, new rows only
@@ -128,20 +129,20 @@ class _IdsWriter:
         old_offsets = self.old.ids.offsets
         self.lengths[start:start + e - s] = np.diff(old_offsets[s:e + 1])
         self.hashes[start:start + e - s] = self.old.ids.hashes[s:e]
-        self.parts.append((start, (s, e)))
+        self.parts.append((s, e))
 
     def new_rows(self, start: int, chunk_ids: list[str]) -> None:
         encoded = [c.encode("utf-8") for c in chunk_ids]
         self.lengths[start:start + len(encoded)] = [len(b) for b in encoded]
         self.hashes[start:start + len(encoded)] = np.fromiter((id_hash(c) for c in chunk_ids), np.uint64, len(encoded))
         self.new.update(zip(range(start, start + len(chunk_ids)), chunk_ids))
-        self.parts.append((start, b"".join(encoded)))
+        self.parts.append(b"".join(encoded))
 
     def write(self, folder: Path, old_row: np.ndarray) -> None:
         offsets = np.zeros(self.n + 1, np.int64)
         np.cumsum(self.lengths, out=offsets[1:])
         with open(folder / "ids.bin", "wb") as out:
-            for _, part in sorted(self.parts, key=lambda p: p[0]):
+            for part in self.parts:
                 if isinstance(part, bytes):
                     out.write(part)
                 else:
@@ -154,10 +155,9 @@ class _IdsWriter:
         relative order (their old ranks), the new ids are inserted by binary search."""
         kept = np.flatnonzero(old_row >= 0)
         kept = kept[np.argsort(self.old.arrays["id_rank"][old_row[kept]], kind="stable")] if len(kept) else kept
-        old_ids = self.old.ids if self.old is not None else None
+        kept_ids = _Sorted(self.old.ids if self.old is not None else None, old_row, kept)
         new_rows = sorted(self.new, key=self.new.__getitem__)
-        places = np.array([bisect.bisect_left(_Sorted(old_ids, old_row, kept), self.new[r]) for r in new_rows],
-                          dtype=np.int64)
+        places = np.array([bisect.bisect_left(kept_ids, self.new[r]) for r in new_rows], dtype=np.int64)
         rank = np.empty(self.n, np.int32)
         at = np.arange(len(kept), dtype=np.int64)
         rank[kept] = at + np.searchsorted(places, at, side="right")

@@ -107,12 +107,16 @@ def _role(locations: list[str], target: Chunk | None) -> str:
 
 
 def _use_type(users: dict[str, set[str]]) -> SchemaUse:
-    roles = set().union(*users.values()) if users else set()
-    if roles == {"request"}:
-        return SchemaUse.REQUEST
-    if roles == {"response"}:
-        return SchemaUse.RESPONSE
-    return SchemaUse.SHARED
+    """REQUEST or RESPONSE when every use has that one role, else SHARED. Stops at the first use
+    that decides it: a big API's common schema has thousands of uses (measured: a third of
+    the catalogs' time at 4x when they were all merged)."""
+    only = None
+    for roles in users.values():
+        for role in roles:
+            if role == "shared" or (only is not None and role != only):
+                return SchemaUse.SHARED
+            only = role
+    return SchemaUse.REQUEST if only == "request" else SchemaUse.RESPONSE if only == "response" else SchemaUse.SHARED
 
 
 def _domains(endpoints: list[Chunk], uses: dict[str, dict[str, set[str]]], by_id: dict[str, Chunk]) -> list[DomainGroup]:

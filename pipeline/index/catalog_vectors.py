@@ -32,7 +32,12 @@ def catalog_vectors(catalog: Catalog, embedder, model_id: str, catalog_dir: Path
     if known is not None and len(known[0]) == len(hashes) and np.array_equal(known[0], hashes):
         return known[1]
     rows = dict(zip(known[0].tolist(), known[1])) if known is not None else {}
-    missing = [i for i, h in enumerate(hashes.tolist()) if h not in rows]
+    # each distinct text once: versions and copies of an API often share its name and description
+    first: dict[int, int] = {}
+    for i, h in enumerate(hashes.tolist()):
+        if h not in rows:
+            first.setdefault(h, i)
+    missing = list(first.values())
     if missing:  # none when entries were only removed (a spec left the corpus): nothing to embed
         fresh = np.asarray(embed_sorted(embedder, [texts[i] for i in missing]), dtype=np.float32).reshape(len(missing), -1)
         fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-9)

@@ -52,6 +52,14 @@ class ApiRows(BaseModel):
     spans: dict[str, tuple[int, int]] = Field(description="chunk type -> [start, end) rows")
 
 
+RECORD_LEVEL = 6  # zlib level of a stored chunk
+
+
+def encode_record(chunk_json: bytes) -> bytes:
+    """A chunk's JSON as ``chunks.bin`` stores it (``Pack.record`` reads it back)."""
+    return zlib.compress(chunk_json, RECORD_LEVEL)
+
+
 class PackFile(BaseModel):
     size: int
     crc32: int

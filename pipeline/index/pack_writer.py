@@ -8,7 +8,6 @@ import bisect
 import json
 import os
 import shutil
-import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from specrag.index.lexical import LEXICAL_VERSION, document_terms
-from specrag.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, id_hash, seal
+from specrag.index.pack import TYPE_ORDER, ApiRows, Pack, PackHeader, encode_record, id_hash, seal
 from specrag.index.vector_reuse import text_hash
 from specrag.specs.models import Chunk
 
@@ -34,6 +33,7 @@ class NewApi:
     chunks: list[Chunk]
     vectors: np.ndarray | None
     embed_hashes: np.ndarray
+    records: list[bytes] | None = None  # each chunk's stored record (``encode_record``), when made already
 
 
 @dataclass
@@ -74,7 +74,7 @@ def write_generation(folder: Path, generation: int, old: Pack | None, keep: list
                 continue
             api, positions = run.new
             for row, i in zip(range(run.start, run.end), positions):
-                data = zlib.compress(api.chunks[i].model_dump_json().encode(), 6)
+                data = api.records[i] if api.records is not None else encode_record(api.chunks[i].model_dump_json().encode())
                 records.write(data)
                 offsets[row + 1] = offsets[row] + len(data)
                 ordinal[row], embed_hash[row] = i, api.embed_hashes[i]

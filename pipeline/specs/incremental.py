@@ -12,6 +12,7 @@ from specrag.specs.chunker import CHUNKER_VERSION
 from specrag.specs.ingest import (
     UnfinishedSpec,
     admit,
+    by_size,
     iter_ingest,
     plan_jobs,
     summarise,
@@ -45,7 +46,7 @@ def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | N
     the index lacks is read again (its chunks are needed). Reports what a full ingest reports."""
     start = time.perf_counter()
     limits = limits or SpecLimits.from_settings()
-    jobs = plan_jobs(paths, max_tokens, limits)
+    jobs = plan_jobs(paths, max_tokens, limits, sort=False)  # sorted below by the sizes the stamps read
     if previous is not None and (previous.chunker_version, previous.max_tokens, _bounds(previous.limits)) != (
             chunker_version, max_tokens, _bounds(limits)):
         previous = None  # every verdict may differ: read everything again
@@ -64,6 +65,8 @@ def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | N
         else:
             todo.append(job)
     before = {keys[j.path]: stamper.stamp(keys[j.path]) for j in todo}  # stamped before reading
+    jobs = by_size(jobs, lambda j: _size(keys[j.path], records, before))
+    todo = by_size(todo, lambda j: _size(keys[j.path], records, before))
     outcomes: dict[str, ApiChunks | SkippedSpec | None] = {}
     bar = tqdm(total=len(todo), desc="ingest", unit="file", disable=not progress, leave=False)
     for (path, outcome), job in zip(iter_ingest(todo, workers), todo):
@@ -106,6 +109,12 @@ def real_paths(paths: list[str]) -> dict[str, str]:
         out[path] = os.path.realpath(joined) if not name or name in (os.curdir, os.pardir) or os.path.islink(joined) \
             else joined
     return out
+
+
+def _size(key: str, records: dict[str, SourceRecord], before: dict[str, FileStamp | None]) -> int:
+    """The size ``plan_jobs`` would stat, from the stamp this run took of the file (0: unreadable)."""
+    stamp = records[key].stamps.get(key) if key in records else before.get(key)
+    return stamp.size if stamp is not None else 0
 
 
 def _bounds(limits: SpecLimits | None) -> dict | None:

@@ -91,13 +91,18 @@ def _job(job: SpecJob) -> ApiChunks | SkippedSpec | None:
     return ingest_spec(*job)
 
 
-def plan_jobs(paths: list[Path], max_tokens: int, limits: SpecLimits) -> list[SpecJob]:
-    """One job per candidate file, big specs first (better load balance); CorpusError for a missing path."""
+def plan_jobs(paths: list[Path], max_tokens: int, limits: SpecLimits, sort: bool = True) -> list[SpecJob]:
+    """One job per candidate file, big specs first (``by_size``); CorpusError for a missing path.
+    ``sort=False``: in the order found, for a caller that learns the sizes anyway (one stat a file)."""
     explicit, found = discover_spec_files(paths)
     jobs = [SpecJob(p, p.stem, max_tokens, True, limits) for p in explicit]
     jobs += [SpecJob(p, p.stem, max_tokens, False, limits) for p in found]
-    jobs.sort(key=lambda j: (-_size(j.path), str(j.path)))
-    return jobs
+    return by_size(jobs, lambda j: _size(j.path)) if sort else jobs
+
+
+def by_size(jobs: list[SpecJob], size_of: Callable[[SpecJob], int]) -> list[SpecJob]:
+    """Big specs first (better load balance), then by path: the order jobs run and are admitted in."""
+    return sorted(jobs, key=lambda j: (-size_of(j), str(j.path)))
 
 
 def require_spec_files(paths: list[Path]) -> None:

@@ -10,6 +10,8 @@ import pytest
 from specrag.core.analysis import index_tokens
 from specrag.index.lexical import query_terms
 from specrag.index.local import LocalIndex, unit_vector
+from specrag.index.builder import IndexBuilder, digest_chunks
+from specrag.index.manifest import ApiEntry, ApiState
 from specrag.index.pack import TYPE_ORDER, Pack
 from specrag.index.pack_writer import NewApi, write_generation
 from specrag.index.vector_reuse import embed_text, text_hash
@@ -115,3 +117,23 @@ def test_a_change_of_one_api_copies_the_others_in_a_few_runs(tmp_path, monkeypat
     _build(tmp_path / "gen-2", [changed], old=first, keep=["pets", "users", "users_v2", "weather"])
     assert len(copied) <= len(TYPE_ORDER) + 1  # before the changed API's rows of each type, and after the last
     assert sum(e - s for s, e in copied) == first.header.n_rows - first.header.apis["pets_copy"].n_chunks
+
+
+def test_records_made_beside_the_digest_are_the_ones_the_writer_makes(tmp_path):
+    """A build dumps each chunk once, for its API's digest and its stored record; an API that
+    looks unchanged gets no records (the writer dumps it itself if it is written after all)."""
+    apis = _fleet_with_copies()
+    digests, records = IndexBuilder._digests({}, apis, rebuild_all=False)
+    assert digests == {a.api.file_id: digest_chunks(a.chunks) for a in apis} and set(records) == set(digests)
+    write_generation(tmp_path / "dumped", 1, None, [], [new_api(a) for a in apis], embed_model="test", dim=DIM)
+    with_records = [new_api(a) for a in apis]
+    for api in with_records:
+        api.records = records[api.file_id]
+    write_generation(tmp_path / "recorded", 1, None, [], with_records, embed_model="test", dim=DIM)
+    for name in ("chunks.bin", "chunk_offsets.npy"):
+        assert (tmp_path / "dumped" / name).read_bytes() == (tmp_path / "recorded" / name).read_bytes(), name
+    entries = {a.api.file_id: ApiEntry(content_hash=a.api.content_hash, state=ApiState.COMPLETE,
+                                       chunks_digest=digests[a.api.file_id])
+               for a in apis[:2]}
+    assert set(IndexBuilder._digests(entries, apis, rebuild_all=False)[1]) == set(digests) - set(entries)
+    assert set(IndexBuilder._digests(entries, apis, rebuild_all=True)[1]) == set(digests)

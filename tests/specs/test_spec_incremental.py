@@ -106,3 +106,25 @@ def test_real_paths_are_what_path_resolve_gives(tmp_path, monkeypatch):
              str(tmp_path / "linked") + "//sub/b.yaml", str(tmp_path / "missing" / "c.json")]
     assert real_paths(paths) == {p: str(Path(p).resolve()) for p in paths}
     assert real_paths([str(real / "link.json")])[str(real / "link.json")] == str(real / "sub" / "b.yaml")
+
+
+def test_specs_run_and_are_admitted_in_plan_order_without_a_stat_of_their_own(tmp_path, monkeypatch):
+    """Big specs first, then by path, as ``plan_jobs`` orders them; the sizes come from the stamps
+    the run takes anyway, so a fleet's unchanged files are not stat'ed once more to be sorted.
+    Of two specs with one file_id, the one first in that order is kept."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "small.yaml").write_text(spec())
+    (tmp_path / "b" / "small.yaml").write_text(spec("x-note: " + "n" * 400 + "\n"))
+    (tmp_path / "big.yaml").write_text(spec("x-note: " + "n" * 4000 + "\n"))
+    (tmp_path / "mid.yaml").write_text(spec("x-note: " + "n" * 900 + "\n"))
+    planned = [str(j.path) for j in ingest.plan_jobs([tmp_path], 1500, limits())]
+    monkeypatch.setattr(ingest, "_size", lambda path: pytest.fail(f"stat'ed to sort: {path}"))
+    first = _run([tmp_path])
+    assert first.parsed == planned
+    assert [Path(p).name for p in planned] == ["big.yaml", "mid.yaml", "small.yaml", "small.yaml"]
+    assert [a.api.source for a in first.apis if a.api.file_id == "small"] == [planned[2]]
+    (tmp_path / "mid.yaml").write_text(spec("x-note: " + "m" * 900 + "\n"))
+    second = _run([tmp_path], first.state)
+    assert planned[1] in second.parsed and planned[0] not in second.parsed
+    assert second.parsed == [p for p in planned if p in second.parsed]

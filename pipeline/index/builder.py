@@ -77,7 +77,12 @@ class IndexBuildReport(BaseModel):
 
 
 def digest_chunks(chunks: list) -> str:
-    return _digest([chunk.model_dump_json().encode() for chunk in chunks])
+    return _digest(_dumps(chunks))
+
+
+def _dumps(chunks: list) -> list[bytes]:
+    """Each chunk's JSON as it is hashed and stored."""
+    return [chunk.model_dump_json().encode() for chunk in chunks]
 
 
 def _digest(dumps: list[bytes]) -> str:
@@ -233,7 +238,7 @@ class IndexBuilder:
         digests, records = {}, {}
         for api in apis:
             fid = api.api.file_id
-            dumps = [chunk.model_dump_json().encode() for chunk in api.chunks]
+            dumps = _dumps(api.chunks)
             digests[fid] = _digest(dumps)
             entry = entries.get(fid)
             if rebuild_all or entry is None or (entry.content_hash, entry.chunks_digest) != (api.api.content_hash, digests[fid]):

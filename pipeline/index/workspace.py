@@ -32,6 +32,7 @@ from specrag.index.store import ChunkStore
 from specrag.specs.incremental import ingest_changed
 from specrag.specs.ingest import no_usable_spec, require_spec_files
 from specrag.specs.limits import SpecLimits
+from specrag.specs.pool import gc_paused
 from specrag.specs.models import IngestReport
 from specrag.specs.sources import load_sources, save_sources
 
@@ -102,7 +103,11 @@ def update_index(settings: Settings, paths: list[Path], progress: bool = True, s
     start = time.perf_counter()
     local = corpus_settings(settings, paths)
     made = make_folders(local.storage.data_dir)
-    with IndexLock(local.storage.data_dir, local.storage.index_lock_timeout_s):
+    # The opened index, the sources' records and the read chunks live for the whole run, beside the
+    # millions of short-lived objects (JSON, models) it makes: collections at the default threshold
+    # walked that heap again and again (measured at 4x: ~1.3 s of a one-spec re-index's ~8 s, six
+    # full passes; a 100-spec cold build left ~2,000 cyclic objects to collect afterwards).
+    with IndexLock(local.storage.data_dir, local.storage.index_lock_timeout_s), gc_paused():
         try:
             ingest, catalogs, report = _update_locked(local, paths, progress, store)
         except Exception:

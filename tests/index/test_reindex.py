@@ -211,3 +211,31 @@ def test_chunk_max_tokens_change_rechunks_and_keeps_vectors(settings, embed_mode
     assert run.index["chunks_reused"] > run.index["chunks_embedded"]  # texts seen before keep their vectors
     assert_same_as_fresh(settings, corpus, embed_model, store, tmp_path, chunk_max_tokens=300)
     store.close()
+
+
+def test_an_index_run_pauses_the_collector_and_gives_it_back(settings, embed_model, corpus, monkeypatch):
+    """The run's big long-lived heap is not walked by collections while it runs; whether it succeeds
+    or fails, the caller gets the collector back as it had it."""
+    import gc
+
+    import specrag.index.workspace as workspace
+
+    seen, real = [], workspace.write_catalogs
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workspace, "write_catalogs", recording)
+    assert gc.isenabled()
+    _index(settings, corpus, embed_model)[0].close()
+    assert seen == [False] and gc.isenabled()
+
+    def failing(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(workspace, "write_catalogs", failing)
+    (corpus / "weather.yaml").write_text(small("Weather", "forecasts", "Forecast").replace("List all", "Show every"))
+    with pytest.raises(OSError, match="disk full"):
+        update_index(settings, [corpus], progress=False)
+    assert gc.isenabled()

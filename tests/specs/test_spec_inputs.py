@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from specrag.core.errors import CorpusError
 from specrag.core.settings import Settings
+from specrag.specs.loader import discover_spec_files
 from specrag.specs.inputs import expand_inputs, is_url, read_list_file, resolve_inputs, shown_url
 
 
@@ -48,3 +49,15 @@ def test_paths_alone_fetch_nothing(tmp_path):
 def test_a_password_in_a_url_is_never_shown():
     assert shown_url("https://me:s3cret@h.example/x.json") == "https://me:***@h.example/x.json"
     assert shown_url("https://h.example/x.json?key=1") == "https://h.example/x.json?key=1"
+
+
+def test_files_found_in_folders_come_in_path_order_without_hidden_or_other_files(tmp_path):
+    for rel in ["a-b/x.json", "a/b.json", "a/c/d.yaml", "a.json", "B.YML", "b.yaml", ".hidden.json",
+                "notes.txt", ".dir/c.json", "a/.e.yml", "plain"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}")
+    given = tmp_path / "a" / "b.json"
+    explicit, found = discover_spec_files([tmp_path, given])
+    assert explicit == [given]
+    # Path's own order, by parts: 'a/c/d.yaml' before 'a-b/…' and 'a.json' (as strings it would come after both)
+    assert found == [tmp_path / r for r in ["B.YML", "a/c/d.yaml", "a-b/x.json", "a.json", "b.yaml"]]

@@ -32,8 +32,8 @@ from specrag.index.store import ChunkStore
 from specrag.specs.incremental import ingest_changed
 from specrag.specs.ingest import no_usable_spec, require_spec_files
 from specrag.specs.limits import SpecLimits
-from specrag.specs.pool import gc_paused
 from specrag.specs.models import IngestReport
+from specrag.specs.pool import gc_paused
 from specrag.specs.sources import load_sources, save_sources
 
 CURRENT = "current"

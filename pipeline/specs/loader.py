@@ -83,7 +83,7 @@ def discover_spec_files(paths: list[Path]) -> tuple[list[Path], list[Path]]:
             found.extend(os.path.join(root, f) for f in files
                          if os.path.splitext(f)[1].lower() in SPEC_SUFFIXES and not f.startswith("."))
     given = set(explicit)
-    # ``parts`` orders as Path's own comparison does, with tuples of str compared in C
+    # by ``parts``: the order of PosixPath's own comparison, with tuples of str compared in C
     return sorted(given), sorted({Path(f) for f in found} - given, key=lambda p: p.parts)
 
 

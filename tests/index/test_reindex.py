@@ -4,11 +4,13 @@ build of the same corpus."""
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+import specrag.index.workspace as workspace
 import specrag.specs.ingest as ingest_module
 from specrag.catalog.io import CATALOG_FILE, INDEX_DIR
 from specrag.index import ChunkStore
@@ -216,10 +218,6 @@ def test_chunk_max_tokens_change_rechunks_and_keeps_vectors(settings, embed_mode
 def test_an_index_run_pauses_the_collector_and_gives_it_back(settings, embed_model, corpus, monkeypatch):
     """The run's big long-lived heap is not walked by collections while it runs; whether it succeeds
     or fails, the caller gets the collector back as it had it."""
-    import gc
-
-    import specrag.index.workspace as workspace
-
     seen, real = [], workspace.write_catalogs
 
     def recording(*args, **kwargs):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from specrag.core.errors import CorpusError
 from specrag.core.settings import Settings
-from specrag.specs.loader import discover_spec_files
 from specrag.specs.inputs import expand_inputs, is_url, read_list_file, resolve_inputs, shown_url
+from specrag.specs.loader import discover_spec_files
 
 
 def test_a_list_file_holds_paths_and_urls_with_comments(tmp_path):

@@ -323,7 +323,7 @@ class ChunkStore:
             if self.settings.storage.chroma_host:
                 self._client = self.chroma_call(lambda: server_client(self.settings, chroma_settings))
             else:
-                path = self.data_dir / "chroma"
+                path = self.embedded_chroma_path
                 path.mkdir(parents=True, exist_ok=True)
                 try:
                     self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
@@ -331,6 +331,11 @@ class ChunkStore:
                     raise ChromaUnavailableError(f"the Chroma store in {path} cannot be opened "
                                                  f"({type(exc).__name__}: {_one_line(exc)})") from exc
         return self._client
+
+    @property
+    def embedded_chroma_path(self) -> Path:
+        """Where the embedded Chroma store lives (unused with a server)."""
+        return self.data_dir / "chroma"
 
     def chroma_call(self, call):
         """Run a Chroma call; a server that does not answer (refuses, or says nothing for
@@ -368,14 +373,14 @@ class ChunkStore:
             check_owner(self.settings, name, found[0].metadata)
             self.chroma_call(lambda: self.client.delete_collection(name))
             if not self.settings.storage.chroma_host:
-                remove_orphan_segments(self.data_dir / "chroma")
+                remove_orphan_segments(self.embedded_chroma_path)
         self._collection, self._vectors = None, None
 
     def compact_chroma(self) -> None:
         """Close Chroma and compact the embedded store's database (after a collection shrank a lot)."""
         self.close_chroma()
         if not self.settings.storage.chroma_host:
-            vacuum_store(self.data_dir / "chroma")
+            vacuum_store(self.embedded_chroma_path)
 
     def write_manifest(self, manifest: Manifest) -> None:
         save_manifest(self.data_dir, manifest)

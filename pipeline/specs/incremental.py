@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, Field
 from specrag.specs.chunker import CHUNKER_VERSION
@@ -39,11 +40,13 @@ class IncrementalIngest(BaseModel):
 
 def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | None, held: dict[str, str], *,
                    limits: SpecLimits | None = None, chunker_version: str = CHUNKER_VERSION,
-                   workers: int | None = None, progress: bool = False) -> IncrementalIngest:
+                   workers: int | None = None, progress: bool = False,
+                   meanwhile: Callable[[], None] | None = None) -> IncrementalIngest:
     """``ingest_paths`` that reads a file only when its record in ``previous`` no longer matches.
 
     ``held``: file_id -> content hash of the APIs the index holds; an unchanged spec whose API
-    the index lacks is read again (its chunks are needed). Reports what a full ingest reports."""
+    the index lacks is read again (its chunks are needed). Reports what a full ingest reports.
+    ``meanwhile``: the caller's work, run while the workers read (``iter_ingest``; not when nothing is read)."""
     start = time.perf_counter()
     limits = limits or SpecLimits.from_settings()
     jobs = plan_jobs(paths, max_tokens, limits, sort=False)  # sorted below by the sizes the stamps read
@@ -69,7 +72,7 @@ def ingest_changed(paths: list[Path], max_tokens: int, previous: SourceState | N
     todo = by_size(todo, lambda j: _size(keys[j.path], records, before))
     outcomes: dict[str, ApiChunks | SkippedSpec | None] = {}
     bar = tqdm(total=len(todo), desc="ingest", unit="file", disable=not progress, leave=False)
-    for (path, outcome), job in zip(iter_ingest(todo, workers), todo):
+    for (path, outcome), job in zip(iter_ingest(todo, workers, meanwhile), todo):
         bar.update()
         outcomes[keys[path]] = outcome
         if (record := _record(stamper, keys[path], before[keys[path]], job.explicit, outcome)) is not None:

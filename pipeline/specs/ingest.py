@@ -128,13 +128,18 @@ def no_usable_spec(paths: list[Path], skipped: list[SkippedSpec] = (), files_rea
                             "or folders that hold them")
 
 
-def iter_ingest(jobs: list[SpecJob], workers: int | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:
-    """Yield (file, result) in job order; every job runs in a worker process under its time limit."""
+def iter_ingest(jobs: list[SpecJob], workers: int | None = None,
+                meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[Path, ApiChunks | SkippedSpec | None]]:
+    """Yield (file, result) in job order; every job runs in a worker process under its time limit.
+
+    The parent loads the tokenizer (~0.3 s) before the workers fork, so they share it; with work
+    of its own to do while they read (``meanwhile``, see ``run_jobs``), each worker loads it instead,
+    on its own core (a one-spec re-index: the worker's whole read hides behind the parent's work)."""
     workers = workers or min(os.cpu_count() or 1, 4)
     timeout = jobs[0].limits.timeout_s if jobs else 0.0
-    if jobs:
-        count_tokens("")  # load the tokenizer (~3 s) once, before the workers fork, not in each
-    for job, outcome in run_jobs(_job, jobs, workers, timeout):
+    if jobs and meanwhile is None:
+        count_tokens("")
+    for job, outcome in run_jobs(_job, jobs, workers, timeout, meanwhile):
         yield job.path, UnfinishedSpec(file=str(job.path), reason=str(outcome)) if isinstance(outcome, JobFailed) else outcome
 
 

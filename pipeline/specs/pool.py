@@ -18,11 +18,18 @@ the parent's time spent unpickling results). Cycles made meanwhile are collected
 The results the parent took in stay alive for the rest of its run, so they join the oldest
 generation at once (``gc.freeze`` then ``gc.unfreeze``: two list moves) instead of being walked
 by a young, a middle and then a full collection on the way there (~2 s, serial, on the corpus).
+
+The parent may do work of its own while the workers read (``meanwhile``: a re-index opens Chroma
+while its one worker reads the changed spec). No worker is forked while that work runs: the first
+workers are forked before it starts, and a replacement (after a timeout or a crash) waits for it
+to end, so no child starts with a lock that the parent's work held, an import's among them.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from functools import partial
@@ -35,12 +42,19 @@ J = TypeVar("J")
 R = TypeVar("R")
 
 
+# Held while the parent works beside its workers; every fork in the process waits for it.
+_no_fork = threading.RLock()
+os.register_at_fork(before=_no_fork.acquire, after_in_parent=_no_fork.release, after_in_child=_no_fork.release)
+
+
 class JobFailed(SpecragError):
     """A job that gave no result; the message is the one-line reason (returned in its place, not raised)."""
 
 
-def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float) -> Iterator[tuple[J, R | JobFailed]]:
-    """Yield (job, result or JobFailed) in job order; ``fn`` must catch its own errors."""
+def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float,
+             meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[J, R | JobFailed]]:
+    """Yield (job, result or JobFailed) in job order; ``fn`` must catch its own errors.
+    ``meanwhile`` runs in the parent once the jobs are handed out, before the first result is taken."""
     if not jobs:
         return
     pool = ProcessPool(max_workers=max(1, min(workers, len(jobs))), initializer=gc.freeze)
@@ -48,6 +62,9 @@ def run_jobs(fn: Callable[[J], R], jobs: list[J], workers: int, timeout_s: float
     try:
         with gc_paused(promote=True):
             futures = [pool.schedule(partial(_run_without_gc, fn), args=(job,), timeout=timeout_s) for job in jobs]
+            if meanwhile is not None:
+                with _no_fork:  # pebble forked the first workers in the first schedule(), in this thread
+                    meanwhile()
             for job, future in zip(jobs, futures):
                 yield job, _outcome(future, timeout_s)
         finished = True

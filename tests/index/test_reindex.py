@@ -5,6 +5,7 @@ build of the same corpus."""
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import shutil
 from pathlib import Path
@@ -237,3 +238,31 @@ def test_an_index_run_pauses_the_collector_and_gives_it_back(settings, embed_mod
     with pytest.raises(OSError, match="disk full"):
         update_index(settings, [corpus], progress=False)
     assert gc.isenabled()
+
+
+def test_a_reindex_opens_chroma_while_its_worker_reads_the_changed_spec(settings, embed_model, corpus, monkeypatch):
+    """Opening Chroma (~0.9 s of imports) and reading the changed spec overlap. A first build (no
+    Chroma folder yet: a failed run must not leave one) and a run that reads nothing open nothing early."""
+    seen, real = [], workspace._chroma_opener
+
+    def recording(store):
+        opener = real(store)
+        if opener is None:
+            return None
+
+        def opening():
+            seen.append(len(multiprocessing.active_children()))
+            opener()
+            seen.append(store._client is not None)
+        return opening
+
+    monkeypatch.setattr(workspace, "_chroma_opener", recording)
+    _index(settings, corpus, embed_model)[0].close()
+    assert seen == []
+    _index(settings, corpus, embed_model)[0].close()
+    assert seen == []
+    (corpus / "weather.yaml").write_text(small("Weather", "forecasts", "Forecast").replace("List all", "Show every"))
+    store, run = _index(settings, corpus, embed_model)
+    assert seen == [1, True]  # the one worker was reading while the client opened
+    assert run.index["apis_updated"] == ["weather"] and run.index["chunks_embedded"] == 1
+    store.close()

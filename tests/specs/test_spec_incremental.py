@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from specrag.core import tokens
 from specrag.specs import ingest
 from specrag.specs.incremental import ingest_changed, real_paths
 
@@ -128,3 +129,14 @@ def test_specs_run_and_are_admitted_in_plan_order_without_a_stat_of_their_own(tm
     second = _run([tmp_path], first.state)
     assert planned[1] in second.parsed and planned[0] not in second.parsed
     assert second.parsed == [p for p in planned if p in second.parsed]
+
+
+def test_with_work_beside_them_the_workers_load_the_tokenizer_and_chunk_as_before(tmp_path):
+    examples = Path(__file__).resolve().parents[2] / "examples" / "specs"
+    alone = ingest_changed([examples], 1500, None, {}, limits=limits(), workers=1)
+    tokens._encoding.cache_clear()
+    loaded_in_parent = []
+    beside = ingest_changed([examples], 1500, None, {}, limits=limits(), workers=1,
+                            meanwhile=lambda: loaded_in_parent.append(tokens._encoding.cache_info().currsize))
+    assert loaded_in_parent == [0]  # the parent did not load it before the fork: the worker did
+    assert len(alone.apis) == 2 and [a.model_dump() for a in beside.apis] == [a.model_dump() for a in alone.apis]

@@ -1,9 +1,13 @@
-"""The ingest worker pool: forked workers never finalize what they inherit from the parent."""
+"""The ingest worker pool: forked workers never finalize what they inherit from the parent, and
+none is forked while the parent works beside them."""
 
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
+import threading
+import time
 from pathlib import Path
 
 from specrag.specs.pool import run_jobs
@@ -84,3 +88,38 @@ def test_objects_the_process_froze_stay_frozen():
     finally:
         gc.unfreeze()
     assert any(o is sentinel for o in gc.get_objects())  # and back with the collector once unfrozen
+
+
+def test_the_parents_own_work_runs_once_beside_started_workers():
+    seen = []
+    results = run_jobs(_payload, [1, 2], workers=2, timeout_s=60,
+                       meanwhile=lambda: seen.append(len(multiprocessing.active_children())))
+    assert [payload for _, payload in results] == [_payload(1), _payload(2)]
+    assert seen == [2]  # called once, with both workers already forked
+
+
+def _fork_and_reap(order: list[str]) -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    order.append("forked")
+
+
+def test_no_process_forks_while_the_parent_works_beside_its_workers():
+    """A worker replaced meanwhile (after a timeout or a crash) would start with the locks the
+    parent's work held, an import's among them: any fork waits until that work is done."""
+    order, forkers = [], []
+
+    def meanwhile():
+        forker = threading.Thread(target=_fork_and_reap, args=(order,))
+        forker.start()
+        forkers.append(forker)
+        time.sleep(0.3)
+        order.append("meanwhile done")
+
+    assert [p for _, p in run_jobs(_payload, [1], workers=1, timeout_s=60, meanwhile=meanwhile)] == [_payload(1)]
+    forkers[0].join(timeout=30)
+    assert order == ["meanwhile done", "forked"]
+    _fork_and_reap(order)  # and forks go on as before afterwards
+    assert order[-1] == "forked"

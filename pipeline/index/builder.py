@@ -137,6 +137,8 @@ class IndexBuilder:
         local = self.store.local
         rows = ChromaRows(self.store, reset) if self.store.embedder is not None else None
         rebuilt = rows is not None and self._rows_by_text(manifest, rows, local)
+        if rows is not None and not reset:
+            self._restore_lost_rows(rows, local, report)
         rebuild_all = reset or local is None or local.header.embed_model != self.shape.embed_model
         digests, records = self._digests(manifest.apis, apis, rebuild_all)
         todo = self._plan(manifest, apis, keep, digests, rebuild_all, report)
@@ -189,6 +191,21 @@ class IndexBuilder:
         rows.empty = not len(hashes)  # the copied rows are there to be found by hash
         self.store.compact_chroma()  # the dropped rows' pages: most of the database
         return True
+
+    def _restore_lost_rows(self, rows: ChromaRows, local, report: IndexBuildReport) -> None:
+        """The embedded Chroma database was gone on open (``ChunkStore.chroma_lost``): one row per
+        distinct embed text of the served generation, from the local index's vectors (float16, what
+        queries score with) rather than embedding every text again. The rest of the build adds and
+        deletes rows as usual."""
+        if not self.store.chroma_lost or local is None or local.vectors is None:
+            return
+        pack = local.pack
+        distinct, first = np.unique(pack.arrays["vector_of"], return_index=True)
+        rows.copy_from(pack.arrays["embed_hash"][first], pack.distinct_vectors(distinct), self.batch_size)
+        found = f"the Chroma store in {self.store.embedded_chroma_path} was missing: {len(distinct)} vectors restored " \
+                "from the local index"
+        logger.warning("%s", found)
+        report.damage = "; ".join(filter(None, (report.damage, found)))
 
     def _drop_unused(self, manifest: Manifest, rows: ChromaRows, previous: np.ndarray | None, sweep: bool) -> None:
         """After the commit: delete the rows of texts that the previous generation's changed and

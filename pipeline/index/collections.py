@@ -187,6 +187,9 @@ def open_collection(client, settings: Settings, name: str, configuration: dict |
     raise ForeignCollectionError(f"the Chroma collection {name!r} could neither be read nor created")
 
 
+CHROMA_DATABASE = "chroma.sqlite3"  # an embedded store's database, in its folder
+
+
 def remove_orphan_segments(path: Path) -> int:
     """Delete the segment folders of an embedded store that no collection uses any more; the
     count removed. Chroma 1.x drops a deleted collection from its database but leaves its HNSW
@@ -194,7 +197,7 @@ def remove_orphan_segments(path: Path) -> int:
     client does not run): 120 MB left behind per rebuild of the fleet. The live segments are read
     from the store's own database, read-only; if it cannot be read, nothing is removed."""
     try:
-        with closing(sqlite3.connect(f"file:{path / 'chroma.sqlite3'}?mode=ro", uri=True)) as db:
+        with closing(sqlite3.connect(f"file:{path / CHROMA_DATABASE}?mode=ro", uri=True)) as db:
             live = {str(row[0]) for row in db.execute("SELECT id FROM segments")}
     except sqlite3.Error as exc:
         logger.warning("Chroma store %s: segments not read (%s); unused segment folders are kept", path, exc)
@@ -213,7 +216,7 @@ def vacuum_store(path: Path) -> bool:
     file keeps (rebuilding a per-chunk store left 16 of its 18 MB free). Run with no client
     open; a database that is busy or unreadable is left as it is (False)."""
     try:
-        with closing(sqlite3.connect(path / "chroma.sqlite3", timeout=5)) as db:
+        with closing(sqlite3.connect(path / CHROMA_DATABASE, timeout=5)) as db:
             db.execute("VACUUM")
         return True
     except sqlite3.Error as exc:

@@ -36,6 +36,7 @@ from specrag.core.ids import split_chunk_id
 from specrag.core.settings import Settings
 from specrag.index.batching import BatchCoalescer
 from specrag.index.collections import (
+    CHROMA_DATABASE,
     check_owner,
     collection_name,
     open_collection,
@@ -86,6 +87,7 @@ class ChunkStore:
         self.local: LocalIndex | None = None
         self.catalogs: CatalogSnapshot | None = None  # the generation's catalogs (None: legacy, read the folder)
         self.damage = ""  # what was found broken on open (repair mode), else ''
+        self.chroma_lost = False  # repair mode: the manifest lists vectors the embedded Chroma no longer has
         self.outdated = ""  # the index is of another format (repair mode: it is rebuilt), else ''
         self.search_mode = LEXICAL
         self._served: frozenset[str] = frozenset()
@@ -133,6 +135,7 @@ class ChunkStore:
                 break
         self.search_mode = self._mode()
         self._served = frozenset(self._serveable())
+        self.chroma_lost = repair and self._embedded_chroma_lost()
 
     def _open_local(self, verify: bool = True) -> LocalIndex | None:
         manifest = self.manifest
@@ -160,6 +163,14 @@ class ChunkStore:
         """Where this store's readers read the catalogs: its generation's snapshot; the catalogs
         folder for an index written before snapshots (the next ``specrag index`` writes one)."""
         return self.catalogs if self.catalogs is not None else self.settings.catalogs_path
+
+    def _embedded_chroma_lost(self) -> bool:
+        """The local index holds vectors but the embedded Chroma database is gone (its folder
+        deleted): queries do not notice (they read the local index), LlamaIndex readers of the
+        collection would. Looked at before anything opens the store, which would create it empty."""
+        return (not self.settings.storage.chroma_host and self.manifest is not None and bool(self.manifest.complete_ids())
+                and self.local is not None and self.local.vectors is not None
+                and not (self.embedded_chroma_path / CHROMA_DATABASE).is_file())
 
     def _generation_moved(self) -> bool:
         try:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import chromadb
+import numpy as np
 import pytest
+from chromadb.config import Settings as ChromaSettings
 from specrag.cli import main
 from specrag.core.settings import Settings
 from specrag.engine.factory import build_engine
@@ -139,6 +143,38 @@ def test_a_damaged_working_catalog_is_not_served_and_the_next_index_repairs_it(c
     code, _, err = cli("index", str(EXAMPLES), "--json")
     assert code == 0, err
     json.loads((cli.index_dir / "catalogs" / "catalog.json").read_text())
+    assert _answer(cli) == fresh_answer
+
+
+def _chroma_rows(cli) -> dict[str, np.ndarray]:
+    client = chromadb.PersistentClient(path=str(cli.index_dir / "chroma"),
+                                       settings=ChromaSettings(anonymized_telemetry=False))
+    try:
+        [collection] = client.list_collections()
+        got = collection.get(include=["embeddings"])
+        return {i: np.asarray(v, dtype=np.float32) for i, v in zip(got["ids"], got["embeddings"])}
+    finally:
+        client.close()
+
+
+def test_a_deleted_chroma_store_is_restored_by_the_next_index(cli, fresh_answer):
+    """Queries read the local index and do not notice; LlamaIndex readers of the collection would.
+    The next run counts it as damage and restores every row from the local index's vectors
+    (float16: what queries score with), embedding nothing, even with no spec changed."""
+    assert cli("index", str(EXAMPLES))[0] == 0
+    before = _chroma_rows(cli)
+    shutil.rmtree(cli.index_dir / "chroma")
+    assert _answer(cli) == fresh_answer
+    code, out, err = cli("index", str(EXAMPLES), "--json")
+    assert code == 0, err
+    run = json.loads(out)["index"]
+    assert "Chroma store" in run["damage"] and "was missing" in run["damage"]
+    assert run["vectors_added"] == len(before) and run["chunks_embedded"] == 0 and not run["local_written"]
+    after = _chroma_rows(cli)
+    assert sorted(after) == sorted(before)
+    assert max(float(np.abs(after[i] - before[i]).max()) for i in before) < 1e-3  # float16's rounding, no more
+    code, out, err = cli("index", str(EXAMPLES), "--json")
+    assert code == 0 and not json.loads(out)["index"]["damage"] and json.loads(out)["index"]["vectors_added"] == 0
     assert _answer(cli) == fresh_answer
 
 

@@ -159,11 +159,14 @@ class IndexBuilder:
             return self._finish(report, started)
         sources = VectorSource(self.store.embedder, None if rebuild_all else local, rows.vectors if rows else None)
         new = self._store_changed(manifest, todo, digests, records, sources, rows, progress)
-        self.store.close_chroma()  # written: the local generation is next, without Chroma's index in memory
         t0 = time.perf_counter()
         changed = {a.api.file_id for a in todo}
         kept = sorted({a.api.file_id for a in apis} - changed | set(keep))
         previous = _embed_hashes(local.pack, changed | set(report.apis_removed)) if local is not None else None
+        if sweep or previous is None or not len(previous):
+            self.store.close_chroma()  # written: the local generation is next, without Chroma's index in memory
+        # else it stays open for the deletes after the commit: opening it again loads its vector index again
+        # (measured at 4x: ~0.5 s of a one-spec re-index; peak RSS 504 -> 567 MB, the index held through the commit)
         self._commit(manifest, todo, kept, new, retokenize, report)
         report.local_seconds = round(time.perf_counter() - t0, 2)
         if rows is not None:

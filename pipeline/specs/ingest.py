@@ -24,6 +24,7 @@ from specrag.specs.limits import SpecLimits
 from specrag.specs.loader import (
     SPEC_SUFFIXES,
     SpecSource,
+    any_spec_file,
     check_spec,
     confine_entry,
     discover_spec_files,
@@ -109,8 +110,7 @@ def require_spec_files(paths: list[Path]) -> None:
     """CorpusError for a missing path, EmptyCorpusError when no file under ``paths`` can be a spec:
     checked before a corpus folder is made or a model loaded, so a wrong path costs nothing and
     leaves nothing behind."""
-    explicit, found = discover_spec_files(paths)
-    if not explicit and not found:
+    if not any_spec_file(paths):
         raise no_usable_spec(paths)
 
 

@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+import chromadb
 import pytest
 import specrag.index.workspace as workspace
 import specrag.specs.ingest as ingest_module
@@ -265,4 +266,23 @@ def test_a_reindex_opens_chroma_while_its_worker_reads_the_changed_spec(settings
     store, run = _index(settings, corpus, embed_model)
     assert seen == [1, True]  # the one worker was reading while the client opened
     assert run.index["apis_updated"] == ["weather"] and run.index["chunks_embedded"] == 1
+    store.close()
+
+
+def test_a_reindex_that_deletes_rows_opens_chroma_once(settings, embed_model, corpus, monkeypatch):
+    """The rows a changed spec no longer uses are deleted after the commit with the collection the
+    run wrote in, still open: opening it again loads its whole vector index again."""
+    _index(settings, corpus, embed_model)[0].close()
+    opened, real = [], chromadb.PersistentClient
+
+    def counting(*args, **kwargs):
+        opened.append(kwargs.get("path"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(chromadb, "PersistentClient", counting)
+    (corpus / "weather.yaml").write_text(small("Weather", "forecasts", "Forecast").replace("List all", "Show every"))
+    store, run = _index(settings, corpus, embed_model)
+    assert run.index["vectors_added"] == 1 and run.index["vectors_deleted"] == 1
+    assert len(opened) == 1
+    assert store.vector_search("show every forecast", None, None, 1)[0].node.node_id.startswith("weather:")
     store.close()

@@ -9,7 +9,7 @@ import pytest
 from specrag.core.errors import CorpusError
 from specrag.core.settings import Settings
 from specrag.specs.inputs import expand_inputs, is_url, read_list_file, resolve_inputs, shown_url
-from specrag.specs.loader import discover_spec_files
+from specrag.specs.loader import any_spec_file, discover_spec_files
 
 
 def test_a_list_file_holds_paths_and_urls_with_comments(tmp_path):
@@ -61,3 +61,22 @@ def test_files_found_in_folders_come_in_path_order_without_hidden_or_other_files
     assert explicit == [given]
     # Path's own order, by parts: 'a/c/d.yaml' before 'a-b/…' and 'a.json' (as strings it would come after both)
     assert found == [tmp_path / r for r in ["B.YML", "a/c/d.yaml", "a-b/x.json", "a.json", "b.yaml"]]
+
+
+def test_whether_any_spec_file_is_there_agrees_with_discovery(tmp_path):
+    layouts = {"empty": [], "only hidden or other files": [".a.json", "notes.txt", ".dir/b.yaml"],
+               "one nested spec": ["notes.txt", "x/y/z.YAML"], "specs at the top": ["a.json", "b.yml"]}
+    for name, files in layouts.items():
+        root = tmp_path / name.replace(" ", "_")
+        root.mkdir()
+        for rel in files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("{}")
+        assert any_spec_file([root]) == any(discover_spec_files([root])), name
+    assert not any_spec_file([tmp_path / "empty", tmp_path / "only_hidden_or_other_files"])
+    assert any_spec_file([tmp_path / "empty", tmp_path / "only_hidden_or_other_files" / "notes.txt"])  # named: taken
+    for paths in ([tmp_path / "specs_at_the_top", tmp_path / "gone"], [tmp_path / "gone", tmp_path / "empty"]):
+        with pytest.raises(CorpusError, match="no such file or folder: .*gone"):  # wherever the missing path is
+            any_spec_file(paths)
+        with pytest.raises(CorpusError, match="no such file or folder: .*gone"):
+            discover_spec_files(paths)

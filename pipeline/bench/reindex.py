@@ -8,6 +8,7 @@ last line of stdout.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ def main() -> int:
     result = reindex(ReindexRequest.model_validate_json(sys.stdin.read()))
     sys.stdout.write("\n" + result.model_dump_json() + "\n")
     sys.stdout.flush()
+    gc.freeze()  # and exits as `specrag index` does (specrag.cli.console): no exit collections over the index's objects
     return 0
 
 

@@ -22,6 +22,7 @@ import ctypes
 import logging
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,7 +83,7 @@ class ChunkStore:
             raise ValueError(f"collection name {settings.storage.collection!r}: use 3-512 chars of [A-Za-z0-9._-]")
         self.settings = settings
         self.data_dir = Path(settings.storage.data_dir)
-        self.embedder = as_embedder(embed_model)
+        self._use_embedder(embed_model)  # (open() may load it while reload() reads the index)
         self.manifest: Manifest | None = None
         self.local: LocalIndex | None = None
         self.catalogs: CatalogSnapshot | None = None  # the generation's catalogs (None: legacy, read the folder)
@@ -95,8 +96,6 @@ class ChunkStore:
         self._collection = None
         self._vectors = None
         self._embedding_cache: dict[str, tuple[list[float], np.ndarray]] = {}  # query -> (embedding, unit vector)
-        # concurrent queries share one model call (bound to the model, not the store: no reference cycle)
-        self._embed = BatchCoalescer(partial(embed_queries, self.embedder))
 
     @classmethod
     def open(cls, settings: Settings, embed_model: Embedder | BaseEmbedding | None | str = "auto", *,
@@ -105,11 +104,25 @@ class ChunkStore:
 
         Damage raises IndexDamagedError with one line, unless ``repair`` (the builder's mode):
         then ``store.damage`` says what is broken and the store serves what is intact."""
-        if embed_model == "auto":
-            embed_model = build_embedder(settings)
-        store = cls(settings, embed_model)
-        store.reload(repair=repair)
+        if embed_model != "auto":
+            store = cls(settings, embed_model)
+            store.reload(repair=repair)
+            return store
+        # The model loads (imports, ONNX session: ~0.9 s) while another thread reads and checks the
+        # local index (file reads and CRCs, which let go of the interpreter lock: ~0.3 s at 4x)
+        store = cls(settings, None)
+        with ThreadPoolExecutor(1, thread_name_prefix="specrag-open") as pool:
+            opened = pool.submit(store.reload, repair)
+            model = build_embedder(settings)
+            opened.result()
+        store._use_embedder(model)
+        store.search_mode = store._mode()
         return store
+
+    def _use_embedder(self, embed_model: Embedder | BaseEmbedding | None) -> None:
+        self.embedder = as_embedder(embed_model)
+        # concurrent queries share one model call (bound to the model, not the store: no reference cycle)
+        self._embed = BatchCoalescer(partial(embed_queries, self.embedder))
 
     def reload(self, repair: bool = False, verify: bool = True) -> None:
         """Re-read the manifest and the local index (after a build, possibly by another process).

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -360,3 +362,35 @@ def test_a_dropped_index_is_freed_without_the_garbage_collector(store, settings,
         assert local() is None
     finally:
         gc.enable()
+
+
+def test_opening_loads_the_model_while_another_thread_reads_the_index(store, settings, embed_model, monkeypatch):
+    """The model named in settings ("auto") loads beside the reading and checking of the local
+    index; the store is the one a sequential open gives."""
+    store.close()
+    import specrag.index.store as store_module
+
+    seen = []
+
+    def loading(_settings):
+        seen.append(sorted(t.name.split("_")[0] for t in threading.enumerate() if t.name.startswith("specrag-open")))
+        return embed_model
+
+    monkeypatch.setattr(store_module, "build_embedder", loading)
+    real_reload = ChunkStore.reload
+
+    def slow_reload(self, *args, **kwargs):
+        time.sleep(0.3)  # still reading when the model starts to load
+        return real_reload(self, *args, **kwargs)
+
+    monkeypatch.setattr(ChunkStore, "reload", slow_reload)
+    auto = ChunkStore.open(settings, repair=True)
+    given = ChunkStore.open(settings, embed_model=embed_model, repair=True)
+    assert seen == [["specrag-open"]]
+    assert auto.search_mode == given.search_mode == "hybrid" and auto.embedder is given.embedder is not None
+    assert auto.complete_api_ids() == given.complete_api_ids() == {"users", "pets", "weather"}
+    assert not auto.damage and not auto.chroma_lost
+    assert [h.node.node_id for h in auto.vector_search("list pets", None, None, 3)] == \
+        [h.node.node_id for h in given.vector_search("list pets", None, None, 3)]
+    auto.close()
+    given.close()

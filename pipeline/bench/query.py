@@ -29,10 +29,11 @@ from specrag.bench.report import (
     chunk_count,
     ratio,
 )
-from specrag.bench.serve import ServeRequest, ServeResult, peak_rss_mb
+from specrag.bench.serve import ServeRequest, ServeResult
 from specrag.catalog.io import load_catalog
 from specrag.core.errors import SpecragError
 from specrag.core.latency import Latency
+from specrag.core.memory import peak_rss_mb
 from specrag.core.settings import Settings
 from specrag.index.embeddings import NO_EMBEDDINGS
 from specrag.index.workspace import update_index

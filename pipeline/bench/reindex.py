@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-from specrag.bench.serve import peak_rss_mb
+from specrag.core.memory import peak_rss_mb
 from specrag.core.settings import Settings
 from specrag.index.workspace import update_index
 
@@ -26,7 +26,9 @@ class ReindexRequest(BaseModel):
 
 class ReindexResult(BaseModel):
     update_seconds: float = Field(description="update_index alone (ingest, catalogs, build)")
-    peak_rss_mb: float
+    peak_rss_mb: float = Field(description="this process's peak RSS plus that of the process that held Chroma for "
+                                           "it, when there was one (both ran at once: their sum bounds the run's)")
+    chroma_rss_mb: float | None = Field(None, description="the Chroma process's peak RSS (included above)")
     specs_parsed: int | None = Field(None, description="specs read and chunked again (None: not reported)")
     apis_updated: list[str] = Field(default_factory=list)
     chunks_embedded: int = 0
@@ -37,7 +39,9 @@ def reindex(request: ReindexRequest) -> ReindexResult:
     _, run = update_index(Settings(**request.settings), [Path(p) for p in request.paths], progress=False)
     seconds = time.perf_counter() - started
     parsed = getattr(run, "specs_parsed", None)
-    return ReindexResult(update_seconds=round(seconds, 2), peak_rss_mb=peak_rss_mb(),
+    chroma = run.index.get("chroma_rss_mb")
+    return ReindexResult(update_seconds=round(seconds, 2), peak_rss_mb=round(peak_rss_mb() + (chroma or 0.0), 1),
+                         chroma_rss_mb=chroma,
                          specs_parsed=len(parsed) if isinstance(parsed, list) else parsed,
                          apis_updated=run.index.get("apis_updated", []) + run.index.get("apis_added", []),
                          chunks_embedded=run.index.get("chunks_embedded", 0))

@@ -8,12 +8,11 @@ process, interleaved per query, so both see the same warm caches and the same ma
 
 from __future__ import annotations
 
-import resource
 import sys
 import time
-from pathlib import Path
 
 from pydantic import BaseModel, Field
+from specrag.core.memory import peak_rss_mb
 from specrag.core.settings import Settings
 from specrag.index.store import HYBRID, ChunkStore
 from specrag.serve.concurrency import freeze_loaded
@@ -39,23 +38,6 @@ class ServeResult(BaseModel):
     baseline_unavailable: str = Field("", description="why the baseline could not run ('' when it ran)")
     rss_open_mb: float = Field(description="peak RSS once the engine was open, before any query")
     peak_rss_mb: float = Field(description="peak RSS of this process after serving every query")
-
-
-def peak_rss_mb() -> float:
-    """Peak RSS of this process in MB: VmHWM where /proc has it, else ru_maxrss.
-
-    On Linux ``ru_maxrss`` survives exec: a child started by vfork+exec (as ``subprocess``
-    does) inherits its parent's high-water mark, so it would report the build's memory.
-    VmHWM belongs to the process's current address space, which exec replaced.
-    """
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return round(rss / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
 def _baseline(store, top_k: int):

@@ -71,6 +71,8 @@ class IndexBuildReport(BaseModel):
     vectors_added: int = Field(0, description="Chroma rows added: embed texts it did not hold")
     vectors_deleted: int = Field(0, description="Chroma rows deleted after the commit: texts no API uses any more")
     chroma_seconds: float = 0.0
+    chroma_rss_mb: float | None = Field(None, description="peak RSS of the process that held Chroma for this run, "
+                                                          "when it was not this one (chroma_aside.py)")
     local_seconds: float = 0.0
     seconds: float = 0.0
     search_mode: str = Field("hybrid", description="hybrid, or lexical when no embedding model loaded")
@@ -109,14 +111,18 @@ class IndexBuilder:
     """Brings ``store`` in line with the ingested APIs (and the ones kept without re-reading)."""
 
     def __init__(self, store: ChunkStore, settings: Settings, *, chunker_version: str = CHUNKER_VERSION,
-                 batch_size: int = BUILD_BATCH):
+                 batch_size: int = BUILD_BATCH, release_model: bool = False):
+        """``release_model``: the store is the build's own; its model is let go after the last
+        embedding, before the commit writes the next generation (its peak)."""
         self.store = store
+        self.release_model = release_model
         self.settings = settings
         self.batch_size = batch_size
         self.shape = IndexShape(embed_model=embed_model_id(store.embedder), chunker_version=chunker_version,
                                 chunk_max_tokens=settings.ingest.chunk_max_tokens, lexical_version=LEXICAL_VERSION)
         _refuse_to_drop_vectors(store, settings)
         self._pause_after = int(os.environ.get(PAUSE_HOOK_ENV, "-1"))
+        self._blobs_checked: str | None = None  # the listing whose blobs check_catalog_blobs read
 
     def reusable(self) -> dict[str, str]:
         """file_id -> content hash of the APIs a caller may keep without re-reading their spec."""
@@ -159,6 +165,9 @@ class IndexBuilder:
             return self._finish(report, started)
         sources = VectorSource(self.store.embedder, None if rebuild_all else local, rows.vectors if rows else None)
         new = self._store_changed(manifest, todo, digests, records, sources, rows, progress)
+        if self.release_model:
+            sources.model = None  # its last text is embedded
+            self.store.release_model()
         t0 = time.perf_counter()
         changed = {a.api.file_id for a in todo}
         kept = sorted({a.api.file_id for a in apis} - changed | set(keep))
@@ -223,10 +232,10 @@ class IndexBuilder:
             rows.delete_unused(previous, used)
         self.store.close_chroma()
 
-    @staticmethod
-    def _count(rows: ChromaRows, report: IndexBuildReport) -> None:
+    def _count(self, rows: ChromaRows, report: IndexBuildReport) -> None:
         report.vectors_added, report.vectors_deleted = rows.added, rows.deleted
         report.chroma_seconds = round(rows.seconds, 2)
+        report.chroma_rss_mb = self.store.aside_peak_rss_mb
 
     def _prepare(self, report: IndexBuildReport) -> tuple[Manifest, bool]:
         """The manifest to update, and whether Chroma's vectors were dropped (model changed).
@@ -347,14 +356,22 @@ class IndexBuilder:
                 shutil.rmtree(old, ignore_errors=True)
         remove_stale_snapshots(root, manifest.catalogs, replaced)
 
+    def check_catalog_blobs(self) -> None:
+        """Drop the live listing's blobs that fail their CRC (reads every blob: ~0.1-0.2 s at 4x),
+        ahead of the snapshot: a re-index runs it while its workers read the changed specs."""
+        listing = self.store.manifest.catalogs if self.store.manifest is not None else None
+        if dropped := drop_damaged_blobs(self.store.data_dir / LOCAL_DIR, listing):
+            logger.warning("%d damaged catalog blobs in %s: written again", len(dropped), self.store.data_dir / LOCAL_DIR)
+        self._blobs_checked = listing
+
     def _snapshot_catalogs(self, previous: str | None) -> str | None:
         """The snapshot of the catalogs as they are now (the caller wrote this run's first), which
         the next manifest write commits with the generation; None when there are none. Blobs of
-        ``previous`` (the live listing) that fail their CRC are dropped first, so it writes them again."""
-        root = self.store.data_dir / LOCAL_DIR
-        if dropped := drop_damaged_blobs(root, previous):
-            logger.warning("%d damaged catalog blobs in %s: written again", len(dropped), root)
-        return write_snapshot(served_files(self.settings.catalogs_path), root, previous)
+        ``previous`` (the live listing) that fail their CRC are dropped first (unless checked
+        already), so it writes them again."""
+        if previous is None or self._blobs_checked != previous:
+            self.check_catalog_blobs()
+        return write_snapshot(served_files(self.settings.catalogs_path), self.store.data_dir / LOCAL_DIR, previous)
 
     def _dim(self, new: list[NewApi]) -> int:
         if self.store.embedder is None:

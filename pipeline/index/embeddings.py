@@ -86,6 +86,19 @@ class LlamaEmbedder(Embedder):
         return [self.llama.get_query_embedding(q) for q in queries]
 
 
+class ReleasedEmbedder(Embedder):
+    """The identity of a model whose weights were let go (a re-index past its last embedding:
+    ~120 MB of ONNX session): what the manifest and the search mode need, and no calls."""
+
+    def __init__(self, model_id: str):
+        self.model_id = model_id
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError(f"the embedding model {self.model_id} was released after the build's last embedding")
+
+    embed_queries = embed_documents
+
+
 def as_embedder(model: Embedder | BaseEmbedding | None) -> Embedder | None:
     """The Embedder behind ``model``: itself, the one an ``Embedder.llama`` wraps, or a wrapper."""
     if model is None or isinstance(model, Embedder):

@@ -36,6 +36,7 @@ from specrag.core.errors import (
 from specrag.core.ids import split_chunk_id
 from specrag.core.settings import Settings
 from specrag.index.batching import BatchCoalescer
+from specrag.index.chroma_aside import AsideCollection, ChromaAside
 from specrag.index.collections import (
     CHROMA_DATABASE,
     check_owner,
@@ -46,14 +47,16 @@ from specrag.index.collections import (
     vacuum_store,
 )
 from specrag.index.embeddings import (
+    NO_EMBEDDINGS,
     Embedder,
+    ReleasedEmbedder,
     as_embedder,
     build_embedder,
     embed_model_id,
     embed_queries,
 )
 from specrag.index.local import STUB, LocalIndex, unit_vector
-from specrag.index.manifest import Manifest, load_manifest, save_manifest
+from specrag.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
 from specrag.specs.models import Chunk
 
 if TYPE_CHECKING:  # builds never import LlamaIndex (~1.8 s); queries have it loaded already
@@ -95,29 +98,54 @@ class ChunkStore:
         self._client = None
         self._collection = None
         self._vectors = None
+        self._aside: ChromaAside | None = None
+        self.aside_peak_rss_mb: float | None = None  # the Chroma process's peak, once it ended
         self._embedding_cache: dict[str, tuple[list[float], np.ndarray]] = {}  # query -> (embedding, unit vector)
 
     @classmethod
     def open(cls, settings: Settings, embed_model: Embedder | BaseEmbedding | None | str = "auto", *,
-             repair: bool = False) -> "ChunkStore":
+             repair: bool = False, chroma_aside: bool = False) -> "ChunkStore":
         """Open the index in ``settings.data_dir`` (``"auto"`` loads the model in settings).
 
         Damage raises IndexDamagedError with one line, unless ``repair`` (the builder's mode):
-        then ``store.damage`` says what is broken and the store serves what is intact."""
+        then ``store.damage`` says what is broken and the store serves what is intact.
+        ``chroma_aside`` (a re-index): the embedded Chroma collection, if the index has one, opens
+        in a child process meanwhile (chroma_aside.py)."""
         if embed_model != "auto":
             store = cls(settings, embed_model)
+            store._start_aside(chroma_aside and store.embedder is not None)
             store.reload(repair=repair)
             return store
         # The model loads (imports, ONNX session: ~0.9 s) while another thread reads and checks the
         # local index (file reads and CRCs, which let go of the interpreter lock: ~0.3 s at 4x)
         store = cls(settings, None)
+        store._start_aside(chroma_aside)  # forked first: no thread of ours runs yet
         with ThreadPoolExecutor(1, thread_name_prefix="specrag-open") as pool:
             opened = pool.submit(store.reload, repair)
             model = build_embedder(settings)
             opened.result()
         store._use_embedder(model)
         store.search_mode = store._mode()
+        if store.embedder is None:
+            store.close_chroma()  # no model: the build writes no vectors
         return store
+
+    def _start_aside(self, wanted: bool) -> None:
+        """Only for an index that has its manifest and its embedded Chroma database already: a
+        first build opens Chroma when it has rows to write, and a deleted database must be noticed
+        (``reload``) before anything opens the store, which would create it empty."""
+        storage = self.settings.storage
+        if (wanted and ChromaAside.available() and not storage.chroma_host
+                and self.settings.embeddings.embed_model.strip().lower() != NO_EMBEDDINGS
+                and (self.data_dir / MANIFEST_NAME).is_file() and (self.embedded_chroma_path / CHROMA_DATABASE).is_file()):
+            self._aside = ChromaAside(type(self)(self.settings, None))
+
+    def release_model(self) -> None:
+        """Let go of the model's weights once a build has embedded its last text (a re-index's
+        commit then peaks ~180 MB lower); the store keeps its identity (search mode, manifest)."""
+        if self.embedder is not None and not isinstance(self.embedder, ReleasedEmbedder):
+            self._use_embedder(ReleasedEmbedder(self.embedder.model_id))
+            _return_freed_memory()
 
     def _use_embedder(self, embed_model: Embedder | BaseEmbedding | None) -> None:
         self.embedder = as_embedder(embed_model)
@@ -307,7 +335,12 @@ class ChunkStore:
 
     def close_chroma(self) -> None:
         """Let go of Chroma (its vector index is loaded on the first write: ~150 MB at 68k
-        chunks), so a build's later steps do not carry it."""
+        chunks), so a build's later steps do not carry it. A Chroma process (``chroma_aside``)
+        flushes, closes and exits."""
+        if self._aside is not None:
+            aside, self._aside, self._collection = self._aside, None, None
+            aside.close()
+            self.aside_peak_rss_mb = aside.peak_rss_mb
         if self._client is not None:
             self._client.close()
             self._client, self._collection, self._vectors = None, None, None
@@ -322,7 +355,10 @@ class ChunkStore:
     @property
     def chroma(self):
         """The Chroma collection of this index (created on first use). Builds write it through
-        chromadb alone: a re-index does not import the LlamaIndex vector store (~0.3 s)."""
+        chromadb alone: a re-index does not import the LlamaIndex vector store (~0.3 s). With a
+        Chroma process, its calls run there."""
+        if self._aside is not None:
+            return AsideCollection(self._aside)
         if self._collection is None:
             self._collection = self.chroma_call(lambda: open_collection(
                 self.client, self.settings, collection_name(self.settings), {"hnsw": {"space": "cosine"}}))
@@ -339,6 +375,9 @@ class ChunkStore:
 
     @property
     def client(self):
+        """The client, in this process: a Chroma process is closed first (one process writes the store)."""
+        if self._aside is not None:
+            self.close_chroma()
         if self._client is None:
             import chromadb
             from chromadb.config import Settings as ChromaSettings

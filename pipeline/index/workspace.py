@@ -123,35 +123,34 @@ def _update_locked(local: Settings, paths: list[Path], progress: bool, store):
     """``update_index``'s work under the index lock: (ingest, catalogs report, build report)."""
     if local.storage.chroma_host:
         _start_from_server(local)
-    if store is None:
-        store = ChunkStore.open(local, repair=True)
+    own = store is None
+    if own:
+        store = ChunkStore.open(local, repair=True, chroma_aside=True)
     else:
         store.reload(repair=True)
     if store.embedder is not None and local.storage.chroma_host:
         store.chroma  # noqa: B018 - an unreachable Chroma server fails here, before any spec is read
     # (the embedded store is opened by the build when it has rows to write: ~0.9 s saved when none changed)
-    builder = IndexBuilder(store, local)
+    try:
+        return _ingest_and_build(local, paths, progress, store, own)
+    finally:
+        store.close_chroma()  # a Chroma process ends with the run, under the index lock
+
+
+def _ingest_and_build(local: Settings, paths: list[Path], progress: bool, store: ChunkStore, own: bool):
+    builder = IndexBuilder(store, local, release_model=own)
     ingest = ingest_changed(paths, local.ingest.chunk_max_tokens, load_sources(local.storage.data_dir), builder.reusable(),
-                            limits=SpecLimits.from_settings(local), progress=progress, meanwhile=_chroma_opener(store))
+                            limits=SpecLimits.from_settings(local), progress=progress, meanwhile=builder.check_catalog_blobs)
     if not ingest.apis and not ingest.kept:  # before a catalog or an index of nothing is written
         raise no_usable_spec(paths, ingest.report.specs_skipped, files_read=True)
     kept = {s.info.file_id: s.info for s in ingest.kept}
     catalogs = write_catalogs(ingest.apis, local.catalogs_path, kept=kept,
                               chunks_of=lambda fid: store.local.api_chunks(fid))
+    _cache_catalog_vectors(local, store)  # before the build, which may let go of the model
     report = builder.build(ingest.apis, progress=progress, keep=set(kept))
     save_sources(local.storage.data_dir, ingest.state)
-    _cache_catalog_vectors(local, store)
     publish(store)
     return ingest, catalogs, report
-
-
-def _chroma_opener(store: ChunkStore):
-    """Opening the embedded Chroma client (~0.9 s, mostly imports), to run while the workers read
-    the changed specs: a one-spec re-index then waits for neither in turn. Only where the index has
-    its Chroma folder already (a run that fails leaves no new one behind) and rows may be written."""
-    if store.embedder is None or store.settings.storage.chroma_host or not store.embedded_chroma_path.is_dir():
-        return None
-    return lambda: store.client
 
 
 def make_folders(folder: Path) -> list[Path]:
@@ -199,8 +198,9 @@ def _start_from_server(local: Settings) -> None:
 
 
 def _cache_catalog_vectors(local: Settings, store) -> None:
-    """Embed changed catalog entries now, while the model is loaded, not in the first query."""
-    if store.search_mode != "hybrid":
+    """Embed changed catalog entries now, while the model is loaded, not in the first query
+    (whatever the index's vectors: a build with another model rebuilds them next)."""
+    if store.embedder is None:
         return
     catalog_vectors(load_catalog(local.catalogs_path), store.embedder, embed_model_id(store.embedder),
                     local.catalogs_path)

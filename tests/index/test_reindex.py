@@ -15,7 +15,7 @@ import pytest
 import specrag.index.workspace as workspace
 import specrag.specs.ingest as ingest_module
 from specrag.catalog.io import CATALOG_FILE, INDEX_DIR
-from specrag.index import ChunkStore
+from specrag.index import ChunkStore, IndexBuilder
 from specrag.index.workspace import corpus_settings, update_index
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "specs"
@@ -241,30 +241,25 @@ def test_an_index_run_pauses_the_collector_and_gives_it_back(settings, embed_mod
     assert gc.isenabled()
 
 
-def test_a_reindex_opens_chroma_while_its_worker_reads_the_changed_spec(settings, embed_model, corpus, monkeypatch):
-    """Opening Chroma (~0.9 s of imports) and reading the changed spec overlap. A first build (no
-    Chroma folder yet: a failed run must not leave one) and a run that reads nothing open nothing early."""
-    seen, real = [], workspace._chroma_opener
+def test_a_reindex_checks_its_catalog_blobs_while_its_worker_reads_the_changed_spec(settings, embed_model, corpus,
+                                                                                     monkeypatch):
+    """The live listing's blobs are read and checked (~0.1-0.2 s at 4x) while the changed spec is
+    read, and not again by the snapshot; a run that reads nothing checks them in the snapshot."""
+    seen, real = [], IndexBuilder.check_catalog_blobs
 
-    def recording(store):
-        opener = real(store)
-        if opener is None:
-            return None
+    def recording(self):
+        seen.append(len(multiprocessing.active_children()))
+        real(self)
 
-        def opening():
-            seen.append(len(multiprocessing.active_children()))
-            opener()
-            seen.append(store._client is not None)
-        return opening
-
-    monkeypatch.setattr(workspace, "_chroma_opener", recording)
+    monkeypatch.setattr(IndexBuilder, "check_catalog_blobs", recording)
     _index(settings, corpus, embed_model)[0].close()
-    assert seen == []
+    seen.clear()
     _index(settings, corpus, embed_model)[0].close()
-    assert seen == []
+    assert seen == [0]  # nothing read: checked by the snapshot
+    seen.clear()
     (corpus / "weather.yaml").write_text(small("Weather", "forecasts", "Forecast").replace("List all", "Show every"))
     store, run = _index(settings, corpus, embed_model)
-    assert seen == [1, True]  # the one worker was reading while the client opened
+    assert seen == [1]  # once, while the one worker was reading
     assert run.index["apis_updated"] == ["weather"] and run.index["chunks_embedded"] == 1
     store.close()
 

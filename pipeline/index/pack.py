@@ -6,14 +6,19 @@ are one block. Each piece is stored once:
 
 - ``pack.json``: this header (row spans per API and type, hashes, and the size and CRC32 of
   every other file, checked on open: a truncated, deleted or altered file is damage);
+- ``chunks.bin`` and ``vectors.f16`` are shared with the next generation: it links them into its
+  folder and appends what its changed APIs bring, so a change of one spec writes that spec's
+  records and vectors, not the fleet's. Their size and CRC32 in a header are of its generation's
+  prefix (appended bytes are not its own); the writer rewrites them compact when more than a
+  fifth of their bytes belong to rows no generation holds any more (pack_writer.py);
 - ``ids.bin`` + ``id_offsets.npy`` (chunk id per row, UTF-8, read as one block: a list of
   str and a dict of them took ~48 MB at 274k rows), ``id_hash.npy`` (64-bit hash of each id: the
   lookup by id), ``id_rank.npy`` (each id's place in sorted order: fusion's tie-break),
   ``ordinal.npy`` (place in its API's chunk list);
-- ``chunks.bin`` + ``chunk_offsets.npy``: each chunk (text and metadata) as zlib-compressed
-  JSON, read only for the chunks a query returns;
-- ``vectors.npy`` (float16 unit vectors, one per distinct embed text, in the order of their
-  first row; absent in lexical mode), ``vector_of.npy`` (each row's vector), ``embed_hash.npy``
+- ``chunks.bin`` + ``chunk_start.npy``/``chunk_end.npy``: each chunk (text and metadata) as
+  zlib-compressed JSON, read only for the chunks a query returns;
+- ``vectors.f16`` (float16 unit vectors, rows of ``dim``, one per distinct embed text; absent in
+  lexical mode), ``vector_of.npy`` (each row's vector), ``embed_hash.npy``
   (64-bit hash of each row's embed text, so an unchanged text is never embedded twice). A fleet
   repeats texts (versions of one API, shared schemas, copies): each is stored and scored once;
 - ``vocab.json``, ``post_ptr.npy``, ``post_docs.npy``, ``post_tf.npy``: term postings for BM25
@@ -36,11 +41,12 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 from specrag.core.errors import IndexDamagedError
 
-PACK_FORMAT = 2  # 2: vectors once per distinct embed text (vector_of.npy)
+PACK_FORMAT = 3  # 2: vectors once per distinct embed text (vector_of.npy); 3: records and vectors shared, appended to
 HEADER = "pack.json"
 TYPE_ORDER = ("endpoint", "component", "errors")
 ARRAYS = ("id_offsets", "id_hash", "id_rank", "ordinal", "embed_hash", "vector_of", "post_ptr", "post_docs", "post_tf", "doc_len", "doc_of", "doc_hash",
-          "chunk_offsets")
+          "chunk_start", "chunk_end")
+RECORDS, VECTORS = "chunks.bin", "vectors.f16"
 _CRC_BLOCK = 1 << 20
 RUN_GAP = 8  # distinct vectors this close are read in one run
 
@@ -63,6 +69,8 @@ def encode_record(chunk_json: bytes) -> bytes:
 class PackFile(BaseModel):
     size: int
     crc32: int
+    shared: bool = Field(False, description="appended to by later generations: size and CRC32 are of this "
+                                            "generation's prefix of the file")
 
 
 class PackHeader(BaseModel):
@@ -70,7 +78,7 @@ class PackHeader(BaseModel):
     generation: int
     n_rows: int
     dim: int = Field(0, description="vector width; 0 when the index is lexical only")
-    n_vectors: int = Field(0, description="distinct vectors (rows of vectors.npy)")
+    n_vectors: int = Field(0, description="rows of vectors.f16 this generation may use (its prefix)")
     embed_model: str
     lexical_version: str
     blocks: dict[str, tuple[int, int]] = Field(description="chunk type -> [start, end) rows")
@@ -161,17 +169,21 @@ def id_hash(chunk_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(chunk_id.encode("utf-8"), digest_size=8).digest(), "little")
 
 
-def file_crc32(path: Path) -> int:
-    crc = 0
+def file_crc32(path: Path, size: int | None = None) -> int:
+    """CRC32 of the file, or of its first ``size`` bytes."""
+    crc, left = 0, size
     with open(path, "rb") as fh:  # buffered reads: checking costs page cache, not process memory
-        while block := fh.read(_CRC_BLOCK):
+        while (left is None or left > 0) and (block := fh.read(_CRC_BLOCK if left is None else min(_CRC_BLOCK, left))):
             crc = zlib.crc32(block, crc)
+            left = None if left is None else left - len(block)
     return crc
 
 
-def seal(folder: Path, header: PackHeader) -> PackHeader:
-    """Record size and CRC32 of every file in ``folder``, then write the header (last)."""
-    header.files = {p.name: PackFile(size=p.stat().st_size, crc32=file_crc32(p))
+def seal(folder: Path, header: PackHeader, known: dict[str, PackFile] | None = None) -> PackHeader:
+    """Record size and CRC32 of every file in ``folder`` (``known``: shared files, as their writer
+    counted them), then write the header (last)."""
+    known = known or {}
+    header.files = {p.name: known.get(p.name) or PackFile(size=p.stat().st_size, crc32=file_crc32(p))
                     for p in sorted(folder.iterdir()) if p.name != HEADER}
     (folder / HEADER).write_text(header.model_dump_json(), encoding="utf-8")
     return header
@@ -182,7 +194,7 @@ class Pack:
 
     Records and vector rows are read with positional reads (``os.pread``), not through a memory
     map: a mapped page a query touched stays in the process's resident set, so a server's RSS
-    would grow towards the size of ``chunks.bin`` and ``vectors.npy`` (104 MB for the fleet) with
+    would grow towards the size of ``chunks.bin`` and ``vectors.f16`` (104 MB for the fleet) with
     the variety of its queries; read pages stay in the kernel's page cache instead. The small
     BM25 arrays stay mapped (every query reads a few postings)."""
 
@@ -194,10 +206,9 @@ class Pack:
         self.arrays = {name: np.asarray(a) for name, a in arrays.items()}
         self.ids, self.vocab = ids, vocab
         self.vectors = np.asarray(vectors) if vectors is not None else None
-        self._vectors_offset = vectors.offset if vectors is not None else 0
         self._fds: dict[str, int] = {}
         weakref.finalize(self, _close, self._fds)  # when the generation is dropped (or failed to open)
-        for name in ["chunks.bin"] + (["vectors.npy"] if vectors is not None else []):
+        for name in [RECORDS] + ([VECTORS] if vectors is not None else []):
             try:
                 self._fds[name] = os.open(folder / name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
             except OSError as exc:
@@ -212,14 +223,14 @@ class Pack:
                 path = folder / name
                 if not path.is_file():
                     raise IndexDamagedError(f"{path} is missing")
-                if path.stat().st_size != want.size:
-                    raise IndexDamagedError(f"{path} is truncated or overwritten "
-                                            f"({path.stat().st_size} bytes, expected {want.size})")
-                if file_crc32(path) != want.crc32:
+                size = path.stat().st_size
+                if size < want.size or (size != want.size and not want.shared):
+                    raise IndexDamagedError(f"{path} is truncated or overwritten ({size} bytes, expected {want.size})")
+                if file_crc32(path, want.size) != want.crc32:
                     raise IndexDamagedError(f"{path} fails its checksum")
         try:
             arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ARRAYS}
-            vectors = np.load(folder / "vectors.npy", mmap_mode="r") if header.dim else None
+            vectors = _vectors(folder / VECTORS, header) if header.dim else None
             ids = ChunkIds((folder / "ids.bin").read_bytes(), np.asarray(arrays["id_offsets"]),
                            np.asarray(arrays["id_hash"]))
             vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
@@ -227,7 +238,8 @@ class Pack:
             raise IndexDamagedError(f"{folder} is unreadable ({type(exc).__name__}: {str(exc)[:120]})") from exc
         n = header.n_rows
         n_docs = len(arrays["doc_len"])
-        shapes_ok = (ids.consistent(n) and len(arrays["id_rank"]) == n and len(arrays["chunk_offsets"]) == n + 1 and len(arrays["doc_of"]) == n
+        shapes_ok = (ids.consistent(n) and len(arrays["id_rank"]) == n and len(arrays["chunk_start"]) == n
+                     and len(arrays["chunk_end"]) == n and len(arrays["doc_of"]) == n
                      and len(arrays["doc_hash"]) == n_docs and len(arrays["vector_of"]) == n
                      and len(arrays["post_ptr"]) == len(vocab) + 1 and len(arrays["post_tf"]) == len(arrays["post_docs"])
                      and (vectors is None or vectors.shape == (header.n_vectors, header.dim)))
@@ -235,7 +247,10 @@ class Pack:
             raise IndexDamagedError(f"{folder}: its files disagree on the number of rows")
         if vectors is not None and n and not (0 <= int(arrays["vector_of"].min())
                                               and int(arrays["vector_of"].max()) < header.n_vectors):
-            raise IndexDamagedError(f"{folder}: vector_of.npy points outside vectors.npy")
+            raise IndexDamagedError(f"{folder}: vector_of.npy points outside {VECTORS}")
+        records = header.files.get(RECORDS)
+        if n and not (records is not None and _spans_within(arrays["chunk_start"], arrays["chunk_end"], records.size)):
+            raise IndexDamagedError(f"{folder}: its record offsets point outside {RECORDS}")
         if not (_within(arrays["doc_of"], n_docs) and _within(arrays["post_docs"], n_docs)
                 and _ascending(arrays["post_ptr"], len(arrays["post_docs"]))):
             raise IndexDamagedError(f"{folder}: its BM25 postings point outside their documents")
@@ -243,16 +258,15 @@ class Pack:
 
     def record(self, row: int) -> bytes:
         """The JSON of one stored chunk."""
-        offsets = self.arrays["chunk_offsets"]
-        start, end = int(offsets[row]), int(offsets[row + 1])
-        return zlib.decompress(self._read("chunks.bin", start, end - start))
+        start, end = int(self.arrays["chunk_start"][row]), int(self.arrays["chunk_end"][row])
+        return zlib.decompress(self._read(RECORDS, start, end - start))
 
     def vector_rows(self, start: int, end: int) -> np.ndarray:
         """The float16 vectors of rows [start, end) (rows that share a text share a vector)."""
         return self.distinct_vectors(self.arrays["vector_of"][start:end])
 
     def distinct_vectors(self, indexes: np.ndarray) -> np.ndarray:
-        """The float16 vectors at ``indexes`` of vectors.npy, read from the file (see the class
+        """The float16 vectors at ``indexes`` of vectors.f16, read from the file (see the class
         docstring) one run of consecutive indexes at a time."""
         indexes = np.asarray(indexes, dtype=np.int64)
         out = np.empty((len(indexes), self.header.dim), dtype=np.float16)
@@ -270,7 +284,7 @@ class Pack:
 
     def _vector_block(self, first: int, last: int) -> np.ndarray:
         row = self.header.dim * 2
-        data = self._read("vectors.npy", self._vectors_offset + first * row, (last - first) * row)
+        data = self._read(VECTORS, first * row, (last - first) * row)
         return np.frombuffer(data, dtype=np.float16).reshape(last - first, self.header.dim)
 
     def _read(self, name: str, offset: int, size: int) -> bytes:
@@ -283,15 +297,25 @@ class Pack:
             done += len(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    def copy_records(self, start: int, end: int, out) -> int:
-        """Append the compressed records of rows [start, end) to ``out``; bytes written."""
-        offsets = self.arrays["chunk_offsets"]
-        return _copy_range(self.folder / "chunks.bin", int(offsets[start]), int(offsets[end]), out)
+    def copy_bytes(self, name: str, start: int, end: int, out) -> int:
+        """Append bytes [start, end) of the file ``name`` (records, vectors) to ``out``; bytes written."""
+        return _copy_range(self.folder / name, start, end, out)
 
 
 
 def _within(array: np.ndarray, n: int) -> bool:
     return not len(array) or (0 <= int(array.min()) and int(array.max()) < n)
+
+
+def _spans_within(start: np.ndarray, end: np.ndarray, size: int) -> bool:
+    return int(start.min()) >= 0 and int(end.max()) <= size and bool((start <= end).all())
+
+
+def _vectors(path: Path, header: PackHeader) -> np.ndarray:
+    """The generation's rows of the vectors file, mapped (``n_vectors`` x ``dim`` float16)."""
+    if not header.n_vectors:
+        return np.empty((0, header.dim), np.float16)
+    return np.memmap(path, dtype=np.float16, mode="r", shape=(header.n_vectors, header.dim))
 
 
 def _ascending(ptr: np.ndarray, total: int) -> bool:

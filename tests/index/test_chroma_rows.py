@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from specrag.index import ChunkStore, IndexBuilder, load_manifest
 from specrag.index.manifest import TEXT_ROWS, manifest_path
+from specrag.index.pack import PACK_FORMAT
 from specrag.index.vector_reuse import embed_text, hash_hex, text_hash
 from specrag.specs.models import ApiChunks
 
@@ -98,7 +99,7 @@ def test_an_index_with_one_row_per_chunk_is_rebuilt_from_its_own_vectors(setting
     path.write_text(json.dumps(old))
     if local_index == "unreadable":  # as a generation of the previous pack format is to this version
         header = settings.storage.data_dir / "local" / old["local_dir"] / "pack.json"
-        header.write_text(header.read_text().replace('"format_version":2', '"format_version":1'))
+        header.write_text(header.read_text().replace(f'"format_version":{PACK_FORMAT}', '"format_version":1'))
     assert load_manifest(settings.storage.data_dir).vector_rows == "chunk"
 
     store, report = _build(settings, embed_model, fleet, repair=True)  # as `specrag index` opens it

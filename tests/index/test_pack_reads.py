@@ -55,12 +55,12 @@ def test_reading_every_record_maps_no_page_of_them(folder):
 def test_a_file_cut_short_after_opening_is_damage(folder):
     pack = Pack.open(folder)
     last = pack.header.n_rows - 1
-    for name in ("chunks.bin", "vectors.npy"):
+    for name in ("chunks.bin", "vectors.f16"):
         path = folder / name
         os.truncate(path, path.stat().st_size // 2)
     with pytest.raises(IndexDamagedError, match="chunks.bin ended early"):
         pack.record(last)
-    with pytest.raises(IndexDamagedError, match="vectors.npy ended early"):
+    with pytest.raises(IndexDamagedError, match="vectors.f16 ended early"):
         pack.vector_rows(last, last + 1)
 
 

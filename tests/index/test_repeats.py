@@ -12,7 +12,8 @@ from specrag.index.lexical import query_terms
 from specrag.index.local import LocalIndex, unit_vector
 from specrag.index.builder import IndexBuilder, digest_chunks
 from specrag.index.manifest import ApiEntry, ApiState
-from specrag.index.pack import TYPE_ORDER, Pack
+import specrag.index.pack_writer as pack_writer
+from specrag.index.pack import RECORDS, TYPE_ORDER, VECTORS, Pack
 from specrag.index.pack_writer import NewApi, write_generation
 from specrag.index.vector_reuse import embed_text, text_hash
 from specrag.specs.models import ApiChunks
@@ -85,38 +86,107 @@ def test_copies_score_as_their_originals(tmp_path):
             assert (cosine, bm25) == scores[cid.replace("pets_copy:", "pets:", 1)]
 
 
-def test_an_incremental_generation_scores_as_a_fresh_one(tmp_path):
-    """Kept APIs' rows are copied with their shared vectors and documents renumbered; a changed
-    API brings new ones; a removed one takes only what no other row uses."""
-    first = _build(tmp_path / "gen-1", _fleet_with_copies())
+def _changed_pets_copy() -> ApiChunks:
     changed = renamed(pets_api("2"), "pets_copy")
     changed.chunks[0] = changed.chunks[0].model_copy(update={"search_text": "listPets every animal kept",
                                                              "embed_text": "GET /pets: every animal kept"})
-    kept = ["users", "pets", "weather"]  # users_v2 removed, pets_copy changed
-    incremental = _build(tmp_path / "gen-2", [changed], old=first, keep=kept)
-    fresh = _build(tmp_path / "fresh", mini_fleet() + [changed])
-    assert incremental.header.n_vectors == fresh.header.n_vectors
+    return changed
+
+
+def _assert_scores_as_fresh(incremental: LocalIndex, fresh: LocalIndex) -> None:
     query = unit_vector(_vector("GET /pets: every animal kept").tolist())
     for words in ("every animal", "user address", "forecast city pets"):
         assert _by_id(incremental, query, words) == _by_id(fresh, query, words)
-    # kept rows' ids, hashes and records are copied as bytes, new ids placed among them: the
-    # same files as a fresh build's
-    for name in ("ids.bin", "chunks.bin", "id_offsets.npy", "id_hash.npy", "id_rank.npy", "ordinal.npy",
-                 "chunk_offsets.npy", "embed_hash.npy"):
+    n = fresh.header.n_rows
+    assert [incremental.pack.record(r) for r in range(n)] == [fresh.pack.record(r) for r in range(n)]
+    np.testing.assert_array_equal(incremental.pack.vector_rows(0, n), fresh.pack.vector_rows(0, n))
+
+
+KEPT = ["users", "pets", "weather"]  # users_v2 removed, pets_copy changed
+
+
+def test_an_incremental_generation_written_compact_is_a_fresh_ones_files(tmp_path, monkeypatch):
+    """Rewritten compact (garbage past its share), the kept rows' records and vectors are copied in
+    row order, new ids placed among the kept ones: the same files as a fresh build's."""
+    monkeypatch.setattr(pack_writer, "GARBAGE_SHARE", -1.0)  # always compact
+    first = _build(tmp_path / "gen-1", _fleet_with_copies())
+    incremental = _build(tmp_path / "gen-2", [_changed_pets_copy()], old=first, keep=KEPT)
+    fresh = _build(tmp_path / "fresh", mini_fleet() + [_changed_pets_copy()])
+    assert incremental.header.n_vectors == fresh.header.n_vectors
+    _assert_scores_as_fresh(incremental, fresh)
+    for name in ("ids.bin", RECORDS, VECTORS, "id_offsets.npy", "id_hash.npy", "id_rank.npy", "ordinal.npy",
+                 "chunk_start.npy", "chunk_end.npy", "embed_hash.npy", "vector_of.npy"):
         assert (tmp_path / "gen-2" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
 
 
-def test_a_change_of_one_api_copies_the_others_in_a_few_runs(tmp_path, monkeypatch):
-    """The kept APIs' rows are copied in runs that merge across APIs and types: their number
-    depends on where the changed API lies, not on how many APIs the fleet has."""
+def test_an_incremental_generation_appends_to_the_previous_files(tmp_path, monkeypatch):
+    """Shared: the previous generation's records and vectors files, linked and appended to (kept
+    rows' bytes neither copied nor read), score as a fresh build; the previous generation still
+    opens and checks (its prefix of the files is unchanged)."""
+    monkeypatch.setattr(pack_writer, "GARBAGE_SHARE", 1.0)
     first = _build(tmp_path / "gen-1", _fleet_with_copies())
     copied = []
-    copy_records = Pack.copy_records
-    monkeypatch.setattr(Pack, "copy_records", lambda self, s, e, out: copied.append((s, e)) or copy_records(self, s, e, out))
+    copy_bytes = Pack.copy_bytes
+    monkeypatch.setattr(Pack, "copy_bytes", lambda self, *a: copied.append(a) or copy_bytes(self, *a))
+    incremental = _build(tmp_path / "gen-2", [_changed_pets_copy()], old=first, keep=KEPT)
+    fresh = _build(tmp_path / "fresh", mini_fleet() + [_changed_pets_copy()])
+    assert copied == []
+    for name in (RECORDS, VECTORS):
+        old, now = tmp_path / "gen-1" / name, tmp_path / "gen-2" / name
+        assert now.stat().st_ino == old.stat().st_ino
+        assert incremental.header.files[name].size == now.stat().st_size > first.header.files[name].size
+    assert incremental.header.n_vectors == first.header.n_vectors + 1  # the one new text's, appended
+    _assert_scores_as_fresh(incremental, fresh)
+    kept = first.header.apis["users"].spans["endpoint"]
+    moved = incremental.header.apis["users"].spans["endpoint"]
+    for name in ("chunk_start", "chunk_end", "vector_of"):
+        np.testing.assert_array_equal(incremental.pack.arrays[name][slice(*moved)], first.pack.arrays[name][slice(*kept)])
+    Pack.open(tmp_path / "gen-1", verify=True)
+    Pack.open(tmp_path / "gen-2", verify=True)
+
+
+def test_a_run_killed_while_appending_leaves_a_tail_the_next_run_cuts(tmp_path, monkeypatch):
+    monkeypatch.setattr(pack_writer, "GARBAGE_SHARE", 1.0)
+    first = _build(tmp_path / "gen-1", _fleet_with_copies())
+    records = tmp_path / "gen-1" / RECORDS
+    with open(records, "ab") as tail:
+        tail.write(b"half a record of a killed run")
+    Pack.open(tmp_path / "gen-1", verify=True)  # beyond its prefix: not its bytes
+    incremental = _build(tmp_path / "gen-2", [_changed_pets_copy()], old=first, keep=KEPT)
+    _assert_scores_as_fresh(incremental, _build(tmp_path / "fresh", mini_fleet() + [_changed_pets_copy()]))
+    assert b"half a record" not in records.read_bytes()
+
+
+def test_files_are_rewritten_compact_once_garbage_passes_its_share(tmp_path):
+    """Replacing most of a small fleet's rows leaves more garbage than ``GARBAGE_SHARE`` in its
+    records: the next generation's records file is new (not linked), holds only live rows, and
+    equals a fresh build's. Its vectors file, where every text is still in use, stays shared."""
+    first = _build(tmp_path / "gen-1", _fleet_with_copies())
+    changed = [_changed_pets_copy(), renamed(users_api("2"), "users")]
+    incremental = _build(tmp_path / "gen-2", changed, old=first, keep=["pets", "weather"])
+    fresh = _build(tmp_path / "fresh", [a for a in mini_fleet() if a.api.file_id != "users"] + changed)
+    assert (tmp_path / "gen-2" / RECORDS).stat().st_ino != (tmp_path / "gen-1" / RECORDS).stat().st_ino
+    assert (tmp_path / "gen-2" / RECORDS).read_bytes() == (tmp_path / "fresh" / RECORDS).read_bytes()
+    assert (tmp_path / "gen-2" / VECTORS).stat().st_ino == (tmp_path / "gen-1" / VECTORS).stat().st_ino
+    _assert_scores_as_fresh(incremental, fresh)
+
+
+def test_a_change_of_one_api_copies_the_others_in_a_few_runs(tmp_path, monkeypatch):
+    """Written compact, the kept APIs' records are copied in runs that merge across APIs and types:
+    their number depends on where the changed API lies, not on how many APIs the fleet has."""
+    monkeypatch.setattr(pack_writer, "GARBAGE_SHARE", -1.0)  # always compact
+    first = _build(tmp_path / "gen-1", _fleet_with_copies())
+    copied = []
+    copy_bytes = Pack.copy_bytes
+    monkeypatch.setattr(Pack, "copy_bytes", lambda self, *a: copied.append(a) or copy_bytes(self, *a))
     changed = renamed(pets_api("2"), "pets_copy")
     _build(tmp_path / "gen-2", [changed], old=first, keep=["pets", "users", "users_v2", "weather"])
+    assert all(name == RECORDS for name, *_ in copied)
     assert len(copied) <= len(TYPE_ORDER) + 1  # before the changed API's rows of each type, and after the last
-    assert sum(e - s for s, e in copied) == first.header.n_rows - first.header.apis["pets_copy"].n_chunks
+    rows = [r for fid in ("pets", "users", "users_v2", "weather") for s, e in first.header.apis[fid].spans.values()
+            for r in range(s, e)]
+    sizes = first.pack.arrays["chunk_end"] - first.pack.arrays["chunk_start"]
+    assert sum(e - s for _, s, e, _ in copied) == int(sizes[rows].sum())  # each kept record once
 
 
 def test_records_made_beside_the_digest_are_the_ones_the_writer_makes(tmp_path):
@@ -130,7 +200,7 @@ def test_records_made_beside_the_digest_are_the_ones_the_writer_makes(tmp_path):
     for api in with_records:
         api.records = records[api.file_id]
     write_generation(tmp_path / "recorded", 1, None, [], with_records, embed_model="test", dim=DIM)
-    for name in ("chunks.bin", "chunk_offsets.npy"):
+    for name in (RECORDS, "chunk_start.npy", "chunk_end.npy"):
         assert (tmp_path / "dumped" / name).read_bytes() == (tmp_path / "recorded" / name).read_bytes(), name
     entries = {a.api.file_id: ApiEntry(content_hash=a.api.content_hash, state=ApiState.COMPLETE,
                                        chunks_digest=digests[a.api.file_id])

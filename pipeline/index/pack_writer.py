@@ -182,20 +182,16 @@ def _write_records(path: Path, old: Pack | None, runs: list[_Span], n: int):
     """(the file's PackFile, (each row's start, end)): kept rows keep their records where they
     are when the previous file is shared, else their runs are copied in row order."""
     starts, ends = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    new_records = [(run, [run.new[0].records[i] if run.new[0].records is not None
-                          else encode_record(run.new[0].chunks[i].model_dump_json().encode()) for i in run.new[1]])
-                   for run in runs if run.new is not None]
     share = False
     if old is not None and old.header.files.get(RECORDS) is not None:
         o_start, o_end = old.arrays["chunk_start"], old.arrays["chunk_end"]
         live = sum(int((o_end[r.old[0]:r.old[1]] - o_start[r.old[0]:r.old[1]]).sum()) for r in runs if r.old is not None)
-        added = sum(len(d) for _, records in new_records for d in records)
+        added = sum(len(d) for r in runs if r.new is not None for d in _records(r))
         share = _garbage_share(live + added, old.header.files[RECORDS].size + added) <= GARBAGE_SHARE
     out = _SharedFile(path, old, RECORDS, share)
-    fresh = iter(records for _, records in new_records)
     for run in runs:  # in row order: a file written anew is in row order
         if run.new is not None:
-            for row, data in zip(range(run.start, run.end), next(fresh)):
+            for row, data in zip(range(run.start, run.end), _records(run)):
                 starts[row] = out.write(data)
                 ends[row] = starts[row] + len(data)
             continue
@@ -212,6 +208,13 @@ def _write_records(path: Path, old: Pack | None, runs: list[_Span], n: int):
             starts[run.start + lo:run.start + hi] = o_start[lo:hi] + shift
             ends[run.start + lo:run.start + hi] = o_end[lo:hi] + shift
     return out.close(), (starts, ends)
+
+
+def _records(run: _Span):
+    """The stored records of a new span's chunks (made by the builder already, or made now)."""
+    api, positions = run.new
+    for i in positions:
+        yield api.records[i] if api.records is not None else encode_record(api.chunks[i].model_dump_json().encode())
 
 
 class _IdsWriter:

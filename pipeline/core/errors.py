@@ -16,6 +16,7 @@ base that callers may catch it by as well, what it means (the class's docstring 
     ├── EmbedModelUnavailableError core.errors                        vectors whose model cannot load to update them
     ├── ChromaUnavailableError     core.errors                        the Chroma server or store cannot be reached
     │   └── ForeignCollectionError index.collections                  this corpus's collection name, another's data
+    ├── ChromaCallError            index.chroma_aside +RuntimeError   a Chroma call that failed in a re-index's Chroma process
     ├── LLMStageError              core.errors                        an LLM stage gave no usable answer (its reason)
     ├── DeadlineExceeded           core.llm                           no time for another LLM request (-> LLMStageError)
     ├── JobFailed                  specs.pool                         a worker job with no result (returned, not raised)

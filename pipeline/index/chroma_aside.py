@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 
-from specrag.core.errors import ChromaUnavailableError
+from specrag.core.errors import ChromaUnavailableError, SpecragError
 from specrag.core.memory import peak_rss_mb
 
 logger = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class ChromaAside:
         self._conn.close()
 
 
-class ChromaCallError(RuntimeError):
+class ChromaCallError(SpecragError, RuntimeError):
     """A Chroma call failed in the child: its type and message, on one line."""
 
 

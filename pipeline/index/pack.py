@@ -256,6 +256,12 @@ class Pack:
             raise IndexDamagedError(f"{folder}: its BM25 postings point outside their documents")
         return cls(folder, header, arrays, ids, vocab, vectors)
 
+    @cached_property
+    def embed_hash_order(self) -> np.ndarray:
+        """Rows sorted by their embed text's hash (a stable sort): the lookup of a text's vector,
+        built once per opened generation for the build and its writer."""
+        return np.argsort(self.arrays["embed_hash"], kind="stable")
+
     def record(self, row: int) -> bytes:
         """The JSON of one stored chunk."""
         start, end = int(self.arrays["chunk_start"][row]), int(self.arrays["chunk_end"][row])

@@ -334,7 +334,7 @@ class _VectorSources:
         fresh = np.flatnonzero(vector_of < 0)
         if len(fresh):
             old_hashes = self.old.arrays["embed_hash"]
-            order = np.argsort(old_hashes, kind="stable")
+            order = self.old.embed_hash_order
             at = np.minimum(np.searchsorted(old_hashes, embed_hash[fresh], sorter=order), len(order) - 1)
             found = old_hashes[order[at]] == embed_hash[fresh]
             vector_of[fresh[found]] = self.old.arrays["vector_of"][order[at[found]]]

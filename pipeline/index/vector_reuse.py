@@ -57,7 +57,6 @@ class VectorSource:
         self._stored = stored
         self._known: dict[int, np.ndarray] = {}
         self._previous = previous if previous is not None and previous.vectors is not None else None
-        self._order: np.ndarray | None = None  # rows of the previous index sorted by embed hash
         self.embedded = self.reused = 0
         self.embed_seconds = 0.0
 
@@ -106,8 +105,6 @@ class VectorSource:
     def _previous_row(self, h: int) -> int | None:
         if self._previous is None:
             return None
-        hashes = self._previous.pack.arrays["embed_hash"]
-        if self._order is None:
-            self._order = np.argsort(hashes, kind="stable")
-        i = int(np.searchsorted(hashes, np.uint64(h), sorter=self._order))
-        return int(self._order[i]) if i < len(hashes) and int(hashes[self._order[i]]) == h else None
+        hashes, order = self._previous.pack.arrays["embed_hash"], self._previous.pack.embed_hash_order
+        i = int(np.searchsorted(hashes, np.uint64(h), sorter=order))
+        return int(order[i]) if i < len(hashes) and int(hashes[order[i]]) == h else None

@@ -62,7 +62,7 @@ def test_this_process_forks_no_chroma_process_once_it_loaded_chroma():
 
 
 @linux_fork
-def test_a_reindex_writes_chroma_from_a_process_of_its_own(settings, corpus):
+def test_a_reindex_writes_chroma_from_a_process_of_its_own(settings, corpus, embed_model):  # skips without the model
     update_index(settings, [corpus], progress=False)
     _edit(corpus)
     result = _reindex(settings, corpus)
@@ -72,7 +72,7 @@ def test_a_reindex_writes_chroma_from_a_process_of_its_own(settings, corpus):
 
 
 @linux_fork
-def test_a_run_with_nothing_to_write_stops_its_chroma_process_unused(settings, corpus):
+def test_a_run_with_nothing_to_write_stops_its_chroma_process_unused(settings, corpus, embed_model):
     update_index(settings, [corpus], progress=False)
     result = _reindex(settings, corpus)
     assert result.apis_updated == [] and result.chroma_rss_mb is None
@@ -80,7 +80,7 @@ def test_a_run_with_nothing_to_write_stops_its_chroma_process_unused(settings, c
 
 
 @linux_fork
-def test_a_chroma_store_that_cannot_be_opened_is_one_line_from_its_process(settings, corpus):
+def test_a_chroma_store_that_cannot_be_opened_is_one_line_from_its_process(settings, corpus, embed_model):
     local, _ = update_index(settings, [corpus], progress=False)
     (local.storage.data_dir / "chroma" / CHROMA_DATABASE).write_bytes(b"not a database" * 100)
     _edit(corpus)

@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import time
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import openai
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import PromptTemplate
@@ -117,13 +117,21 @@ class DeadlineExceeded(SpecragError):
     ``LLMStageError`` with reason "timeout")."""
 
 
+def _sdk_error(exc: BaseException, name: str) -> bool:
+    """``exc`` is the openai SDK's error ``name``. Only a loaded SDK raises its errors, and only
+    ``build_llm`` loads it: a process with no LLM configured never imports it (~24 MB of RSS and
+    ~0.5 s of a serving process's start)."""
+    sdk = sys.modules.get("openai")
+    return sdk is not None and isinstance(exc, getattr(sdk, name, ()))
+
+
 def failure_reason(exc: BaseException) -> str:
     """Map a client exception to a fallback reason."""
-    if isinstance(exc, (openai.APITimeoutError, DeadlineExceeded)):  # subclass of APIConnectionError: test it first
+    if isinstance(exc, DeadlineExceeded) or _sdk_error(exc, "APITimeoutError"):  # subclass of APIConnectionError: test it first
         return "timeout"
-    if isinstance(exc, openai.APIConnectionError):
+    if _sdk_error(exc, "APIConnectionError"):
         return "connection_error"
-    if isinstance(exc, openai.APIStatusError):
+    if _sdk_error(exc, "APIStatusError"):
         if exc.status_code == 429:
             return "rate_limit"
         if exc.status_code == 408:
@@ -180,14 +188,14 @@ def failure_detail(exc: BaseException, endpoint: str) -> str:
     names neither the cause nor the server."""
     if isinstance(exc, DeadlineExceeded):
         return str(exc)
-    if isinstance(exc, openai.APITimeoutError):
+    if _sdk_error(exc, "APITimeoutError"):
         return f"no answer from {endpoint} within the request timeout (SPECRAG_LLM_TIMEOUT_S)"
-    if isinstance(exc, openai.APIConnectionError):
+    if _sdk_error(exc, "APIConnectionError"):
         cause = _os_error(exc)
         if isinstance(cause, ConnectionRefusedError):
             return f"connection refused at {endpoint}"
         return f"cannot connect to {endpoint}" + (f": {cause.strerror or cause}" if cause is not None else "")
-    if isinstance(exc, openai.APIStatusError):
+    if _sdk_error(exc, "APIStatusError"):
         said = re.sub(r"^Error code: \d+ - ", "", _short_error(exc))  # the SDK's prefix repeats the status
         return f"HTTP {exc.status_code} from {endpoint}: {said}"
     return f"{type(exc).__name__}: {_short_error(exc)}"

@@ -115,7 +115,7 @@ async def test_concurrent_aquery_never_blocks_the_event_loop(demo_engine, monkey
     tick = asyncio.create_task(ticker())
     await asyncio.sleep(0.01)
     start = time.perf_counter()
-    queries = [QUERIES[i % len(QUERIES)] for i in range(12)]
+    queries = [QUERIES[i % len(QUERIES)] for i in range(48)]  # a run long enough that a scheduling hiccup under load is not half of it
     responses = await asyncio.gather(*(demo_engine.aquery(q) for q in queries))
     elapsed = time.perf_counter() - start
     stop.set()

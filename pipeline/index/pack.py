@@ -171,11 +171,11 @@ def id_hash(chunk_id: str) -> int:
 
 def file_crc32(path: Path, size: int | None = None) -> int:
     """CRC32 of the file, or of its first ``size`` bytes."""
-    crc, left = 0, size
+    crc, left = 0, os.path.getsize(path) if size is None else size
     with open(path, "rb") as fh:  # buffered reads: checking costs page cache, not process memory
-        while (left is None or left > 0) and (block := fh.read(_CRC_BLOCK if left is None else min(_CRC_BLOCK, left))):
+        while left > 0 and (block := fh.read(min(_CRC_BLOCK, left))):
             crc = zlib.crc32(block, crc)
-            left = None if left is None else left - len(block)
+            left -= len(block)
     return crc
 
 
@@ -258,9 +258,19 @@ class Pack:
 
     @cached_property
     def embed_hash_order(self) -> np.ndarray:
-        """Rows sorted by their embed text's hash (a stable sort): the lookup of a text's vector,
-        built once per opened generation for the build and its writer."""
+        """Rows sorted by their embed text's hash (a stable sort), built once per opened generation."""
         return np.argsort(self.arrays["embed_hash"], kind="stable")
+
+    def rows_of_embed_hashes(self, hashes: np.ndarray) -> np.ndarray:
+        """For each 64-bit embed-text hash, the first row whose text has it, or -1: the lookup of a
+        text's vector, for the build and its writer."""
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        stored, order = self.arrays["embed_hash"], self.embed_hash_order
+        if not len(order) or not len(hashes):
+            return np.full(len(hashes), -1, np.int64)
+        at = np.minimum(np.searchsorted(stored, hashes, sorter=order), len(order) - 1)
+        rows = order[at].astype(np.int64)
+        return np.where(stored[rows] == hashes, rows, -1)
 
     def record(self, row: int) -> bytes:
         """The JSON of one stored chunk."""

@@ -316,13 +316,10 @@ class _VectorSources:
                 self._write_rows(out, new_rows, dim)
                 return out.close(), vector_of.astype(np.int32), self.old.header.n_vectors + len(new_rows)
             out.close()  # the previous file could not be linked: written anew below
-        _, first, inverse = np.unique(embed_hash, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")  # distinct texts in the order of their first row
-        rank = np.empty(len(order), np.int32)
-        rank[order] = np.arange(len(order), dtype=np.int32)
+        first_rows, rank = _distinct_in_first_order(embed_hash)
         out = _SharedFile(path, None, VECTORS, share=False)
-        self._write_rows(out, first[order], dim)
-        return out.close(), rank[inverse.reshape(-1)].astype(np.int32), len(order)
+        self._write_rows(out, first_rows, dim)
+        return out.close(), rank.astype(np.int32), len(first_rows)
 
     def _appended(self, embed_hash: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """(each row's index in the previous file, extended; the first row of each text to append),
@@ -333,21 +330,16 @@ class _VectorSources:
         vector_of = self.old_vector.copy()
         fresh = np.flatnonzero(vector_of < 0)
         if len(fresh):
-            old_hashes = self.old.arrays["embed_hash"]
-            order = self.old.embed_hash_order
-            at = np.minimum(np.searchsorted(old_hashes, embed_hash[fresh], sorter=order), len(order) - 1)
-            found = old_hashes[order[at]] == embed_hash[fresh]
-            vector_of[fresh[found]] = self.old.arrays["vector_of"][order[at[found]]]
+            rows = self.old.rows_of_embed_hashes(embed_hash[fresh])
+            found = rows >= 0
+            vector_of[fresh[found]] = self.old.arrays["vector_of"][rows[found]]
             fresh = fresh[~found]
-        _, first, inverse = np.unique(embed_hash[fresh], return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty(len(order), np.int64)
-        rank[order] = np.arange(len(order))
-        vector_of[fresh] = header.n_vectors + rank[inverse.reshape(-1)]
+        first_rows, rank = _distinct_in_first_order(embed_hash[fresh])
+        vector_of[fresh] = header.n_vectors + rank
         live = len(np.unique(vector_of))
-        if _garbage_share(live, header.n_vectors + len(order)) > GARBAGE_SHARE:
+        if _garbage_share(live, header.n_vectors + len(first_rows)) > GARBAGE_SHARE:
             return None
-        return vector_of, fresh[first[order]]
+        return vector_of, fresh[first_rows]
 
     def _write_rows(self, out: _SharedFile, rows: np.ndarray, dim: int) -> None:
         """The float16 vector of each of ``rows`` (one per distinct text), appended in that order."""
@@ -364,6 +356,16 @@ class _VectorSources:
                     unit[a] = _unit(self.new[a].vectors).astype(np.float16)
                 step[i] = unit[a][self.new_pos[step_rows[i]]]
             out.write(step.tobytes())
+
+
+def _distinct_in_first_order(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct hashes in the order of their first occurrence: (the index of each one's first
+    occurrence, and for every element the place of its hash in that order)."""
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    place = np.empty(len(order), np.int64)
+    place[order] = np.arange(len(order))
+    return first[order], place[inverse.reshape(-1)]
 
 
 def _plan(old: Pack | None, keep: list[str], new: list[NewApi]):

@@ -62,16 +62,16 @@ class VectorSource:
 
     def missing(self, hashes: list[int]) -> list[int]:
         """Hashes of ``hashes`` that no source has (after looking in the previous index)."""
-        out = []
-        for h in dict.fromkeys(hashes):
-            if h in self._known:
-                continue
-            row = self._previous_row(h)
-            if row is None:
-                out.append(h)
-            else:
-                self._known[h] = self._previous.pack.vector_rows(row, row + 1)[0].astype(np.float32)
-        return out
+        unknown = [h for h in dict.fromkeys(hashes) if h not in self._known]
+        if self._previous is None or not unknown:
+            return unknown
+        pack = self._previous.pack
+        rows = pack.rows_of_embed_hashes(np.asarray(unknown, dtype=np.uint64))
+        found = rows >= 0
+        vectors = pack.distinct_vectors(pack.arrays["vector_of"][rows[found]]).astype(np.float32)
+        for h, vector in zip((h for h, ok in zip(unknown, found) if ok), vectors):
+            self._known[h] = vector
+        return [h for h, ok in zip(unknown, found) if not ok]
 
     def offer(self, hashes: list[int], vectors) -> None:
         """Vectors found elsewhere (Chroma rows of a killed run)."""
@@ -101,10 +101,3 @@ class VectorSource:
         if any(h not in self._known for h in hashes):
             self.embed(chunks, hashes)
         return np.stack([self._known[h] for h in hashes]) if hashes else np.zeros((0, 0), np.float32)
-
-    def _previous_row(self, h: int) -> int | None:
-        if self._previous is None:
-            return None
-        hashes, order = self._previous.pack.arrays["embed_hash"], self._previous.pack.embed_hash_order
-        i = int(np.searchsorted(hashes, np.uint64(h), sorter=order))
-        return int(order[i]) if i < len(hashes) and int(hashes[order[i]]) == h else None

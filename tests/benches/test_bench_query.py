@@ -4,6 +4,7 @@ the side-by-side baseline, serving memory, and lexical mode reporting why the ba
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 from pathlib import Path
 
@@ -143,6 +144,9 @@ def test_every_timed_query_embeds_its_words_as_the_baseline_does(tmp_path, monke
     real = embeddings.embed_queries
     monkeypatch.setattr("specrag.index.store.embed_queries", lambda model, qs: embedded.extend(qs) or real(model, qs))
     queries = QUERIES[:2]
-    result = serve(ServeRequest(settings=local.model_dump(mode="json"), queries=queries, repeats=2, baseline=False))
+    try:
+        result = serve(ServeRequest(settings=local.model_dump(mode="json"), queries=queries, repeats=2, baseline=False))
+    finally:
+        gc.unfreeze()  # serve() froze this test process's objects, as its own child does: later tests meet none
     assert len(result.wall_ms) == 4
     assert sorted(embedded) == sorted(queries * 3)  # warm-up, then two timed passes: each call embeds once

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from specrag.bench.serve import ServeRequest, ServeResult
 from specrag.catalog.io import load_catalog
 from specrag.core.errors import SpecragError
 from specrag.core.latency import Latency
-from specrag.core.memory import peak_rss_mb
+from specrag.core.memory import TreeMemory, peak_rss_mb
 from specrag.core.settings import Settings
 from specrag.index.embeddings import NO_EMBEDDINGS
 from specrag.index.workspace import update_index
@@ -72,8 +73,8 @@ def run_bench(settings: Settings, corpus: list[Path], queries: list[str], *, fre
             kept = str(local.storage.data_dir)
         edit, why = (_reindex(settings, local, paths), "") if fresh and reindex else \
             (None, "--reuse: the corpus is not edited" if not fresh else "not requested")
-        served = _serve(local, queries, repeats, warmup, progress, baseline=False)
-        compared = _serve(local, queries, repeats, warmup, progress, baseline=True) if baseline else None
+        served = _serve(local, queries, repeats, warmup, baseline=False)
+        compared = _serve(local, queries, repeats, warmup, baseline=True) if baseline else None
     finally:
         if tmp is not None and not keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -110,25 +111,30 @@ def _reindex(settings: Settings, local: Settings, paths: list[Path]) -> Reindex:
     spec = edit_one_spec(paths, load_catalog(local.catalogs_path).ids())
     request = ReindexRequest(settings=settings.model_dump(mode="json"), paths=[str(p) for p in paths])
     started = time.perf_counter()
-    result = ReindexResult.model_validate_json(_child("specrag.bench.reindex", request.model_dump_json()))
-    return Reindex(**result.model_dump(), spec=str(spec), wall_seconds=round(time.perf_counter() - started, 2))
+    line, tree_peak_mb = _child("specrag.bench.reindex", request.model_dump_json(), measure_tree=True)
+    result = ReindexResult.model_validate_json(line)
+    return Reindex(**result.model_dump(), spec=str(spec), wall_seconds=round(time.perf_counter() - started, 2),
+                   tree_peak_mb=tree_peak_mb)
 
 
-def _serve(settings: Settings, queries: list[str], repeats: int, warmup: bool, progress: bool = False,
-           baseline: bool = True) -> ServeResult:
+def _serve(settings: Settings, queries: list[str], repeats: int, warmup: bool, baseline: bool = True) -> ServeResult:
     request = ServeRequest(settings=settings.model_dump(mode="json"), queries=queries, repeats=repeats,
                            warmup=warmup, baseline=baseline)
-    return ServeResult.model_validate_json(_child("specrag.bench.serve", request.model_dump_json(), progress))
+    return ServeResult.model_validate_json(_child("specrag.bench.serve", request.model_dump_json())[0])
 
 
-def _child(module: str, stdin: str, progress: bool = False) -> str:
-    """Run ``python -m module`` with ``stdin``; the last line of its stdout."""
-    proc = subprocess.run([sys.executable, "-m", module], input=stdin, capture_output=True, text=True)
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+def _child(module: str, stdin: str, measure_tree: bool = False) -> tuple[str, float | None]:
+    """Run ``python -m module`` with ``stdin``: (the last line of its stdout, and with
+    ``measure_tree`` the peak memory of its process tree, else None)."""
+    proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    with TreeMemory(proc.pid) if measure_tree else nullcontext() as memory:
+        stdout, stderr = proc.communicate(stdin)
+    lines = [line for line in stdout.splitlines() if line.strip()]
     if proc.returncode != 0 or not lines:
         what = "serving" if module.endswith("serve") else "re-index"
-        raise BenchError(f"the {what} process failed (exit {proc.returncode}): {proc.stderr[-2000:].strip()}")
-    if proc.stderr.strip():
-        sys.stderr.write(proc.stderr)  # its warnings (e.g. a model that failed to load) still reach the user
-    return lines[-1]
+        raise BenchError(f"the {what} process failed (exit {proc.returncode}): {stderr[-2000:].strip()}")
+    if stderr.strip():
+        sys.stderr.write(stderr)  # its warnings (e.g. a model that failed to load) still reach the user
+    return lines[-1], memory.peak_mb if memory is not None else None
 

@@ -28,6 +28,13 @@ class Machine(BaseModel):
 class Reindex(ReindexResult):
     spec: str = Field(description="the spec file edited before the re-index")
     wall_seconds: float = Field(description="the child process from start to exit, as a `specrag index` run")
+    tree_peak_mb: float | None = Field(None, description="the most physical memory the run's processes held at once "
+                                       "(summed Pss, polled every 10 ms: core.memory.TreeMemory); None off Linux")
+
+    @property
+    def memory_mb(self) -> float:
+        """What the re-index costs the machine: ``tree_peak_mb``, else the sum of the two peaks."""
+        return self.tree_peak_mb if self.tree_peak_mb is not None else self.peak_rss_mb
 
 
 class BenchReport(BaseModel):
@@ -91,9 +98,10 @@ def format_bench(r: BenchReport) -> str:
     if r.reindex is not None:
         x = r.reindex
         parsed = "" if x.specs_parsed is None else f", {x.specs_parsed} spec(s) parsed"
-        reindex = (f"{x.wall_seconds:.1f} s wall, {x.peak_rss_mb:.0f} MB peak ({x.update_seconds:.1f} s in update_index"
-                   f"{parsed}, {x.chunks_embedded} embedded)")
-        reindex_ok = _mark(x.wall_seconds <= TARGET_REINDEX_S and x.peak_rss_mb <= 600)
+        reindex = (f"{x.wall_seconds:.1f} s wall, {x.memory_mb:.0f} MB peak (processes together; each one's peak RSS "
+                   f"summed: {x.peak_rss_mb:.0f} MB; {x.update_seconds:.1f} s in update_index{parsed}, "
+                   f"{x.chunks_embedded} embedded)")
+        reindex_ok = _mark(x.wall_seconds <= TARGET_REINDEX_S and x.memory_mb <= 600)
     else:
         reindex, reindex_ok = f"not measured: {r.reindex_unavailable}", ""
     ratio = f"p50 {r.ratio_p50}x, p95 {r.ratio_p95}x" if r.ratio_p50 is not None else \

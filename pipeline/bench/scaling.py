@@ -55,7 +55,7 @@ def run_scaling(settings: Settings, corpus: list[Path], queries: list[str], size
             label=label, specs=report.apis, chunks=report.chunks, embedded=report.chunks_embedded,
             build_seconds=round(report.ingest_seconds + report.index_build_seconds, 2),
             chunks_per_s=report.build_chunks_per_s, reindex_seconds=x.wall_seconds if x else None,
-            reindex_rss_mb=x.peak_rss_mb if x else None, p50_ms=report.latency_ms["wall"].p50,
+            reindex_rss_mb=x.memory_mb if x else None, p50_ms=report.latency_ms["wall"].p50,
             p95_ms=report.latency_ms["wall"].p95, serving_rss_mb=report.peak_rss_mb_serving,
             disk_mb=report.disk_mb.get("total", 0.0)))
     return points

@@ -15,11 +15,13 @@ import logging
 import os
 import socket
 import tempfile
-from functools import cached_property
+from collections.abc import Callable
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specrag.core import caches
+from specrag.core.errors import EmbedModelUnavailableError
 from specrag.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -61,10 +63,33 @@ class Embedder:
 
 class FastEmbedder(Embedder):
     """fastembed on ONNX Runtime (no torch). A batch of documents is one ``embed`` call (one
-    ONNX batch up to ``EMBED_BATCH_SIZE``); queries go through ``query_embed``, as the model wants."""
+    ONNX batch up to ``EMBED_BATCH_SIZE``); queries go through ``query_embed``, as the model wants.
 
-    def __init__(self, model: TextEmbedding, name: str):
-        self.model, self.model_id = model, f"{FASTEMBED_ID}:{name}"
+    ``load`` makes the ONNX session (~130 MB, ~0.25 s): at once, or on the first embedding when
+    ``deferred`` (a re-index: most edits bring few new texts, some none, and until then the run's
+    spec reader and catalogs do not share the machine with the model's weights)."""
+
+    def __init__(self, load: Callable[[], TextEmbedding], name: str, *, deferred: bool = False):
+        self._load, self.name, self.model_id = load, name, f"{FASTEMBED_ID}:{name}"
+        if not deferred:  # a failure here is build_embedder's to report (search goes lexical)
+            self.__dict__["model"] = load()
+
+    @cached_property
+    def model(self) -> TextEmbedding:
+        """The session, made now if it was deferred (then a failure fails the run: the index holds
+        this model's vectors, and a text that has none cannot be searched like the others)."""
+        try:
+            return self._load()
+        except Exception as exc:  # noqa: BLE001 - any load failure, on one line
+            raise EmbedModelUnavailableError(
+                f"the embedding model {self.model_id} could not be loaded to embed a new text "
+                f"({type(exc).__name__}: {' '.join(str(exc).split())[:300]}); the served index was left as it was. "
+                "Check SPECRAG_EMBED_MODEL_PATH, or set SPECRAG_EMBED_MODEL=none to rebuild the index without "
+                "vectors") from exc
+
+    @property
+    def loaded(self) -> bool:
+        return "model" in self.__dict__
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [vector.tolist() for vector in self.model.embed(texts, batch_size=EMBED_BATCH_SIZE)]
@@ -107,8 +132,10 @@ def as_embedder(model: Embedder | BaseEmbedding | None) -> Embedder | None:
     return inner if isinstance(inner, Embedder) else LlamaEmbedder(model)
 
 
-def build_embedder(settings: Settings) -> Embedder | None:
-    """Load the model named by ``settings.embed_model``; None (lexical only) if it cannot load."""
+def build_embedder(settings: Settings, deferred: bool = False) -> Embedder | None:
+    """Load the model named by ``settings.embed_model``; None (lexical only) if it cannot load.
+    ``deferred``: a local model's session is made on its first embedding (``FastEmbedder``); its
+    library and files are checked now."""
     name = settings.embeddings.embed_model.strip()
     if name.lower() == NO_EMBEDDINGS:
         logger.info("embeddings disabled (SPECRAG_EMBED_MODEL=none): lexical search only")
@@ -116,13 +143,30 @@ def build_embedder(settings: Settings) -> Embedder | None:
     try:
         if name.startswith(_OPENAI_PREFIX):
             return LlamaEmbedder(_openai_model(name[len(_OPENAI_PREFIX):], settings))
-        return FastEmbedder(_fastembed_model(name, settings), name)
+        return FastEmbedder(_fastembed_loader(name, settings), name, deferred=deferred)
     except Exception as exc:  # noqa: BLE001 - any load failure degrades to lexical search
-        hint = ("set SPECRAG_EMBED_MODEL_PATH to a local ONNX folder of the model, "
-                "or SPECRAG_EMBED_MODEL=none to silence this")
-        _warn_once(f"embedding model {name!r} could not be loaded ({type(exc).__name__}: "
-                   f"{str(exc)[:300]}); search runs lexical-only (BM25). To fix: {hint}")
+        _warn_lexical(name, exc)
         return None
+
+
+def load_now(embedder: Embedder | None) -> Embedder | None:
+    """``embedder`` with its session made (one ``build_embedder`` deferred), or None with the same
+    warning as ``build_embedder`` when it cannot load."""
+    if not isinstance(embedder, FastEmbedder) or embedder.loaded:
+        return embedder
+    try:
+        embedder.model  # noqa: B018 - makes the session
+    except EmbedModelUnavailableError as exc:
+        _warn_lexical(embedder.name, exc.__cause__ or exc)
+        return None
+    return embedder
+
+
+def _warn_lexical(name: str, exc: BaseException) -> None:
+    hint = ("set SPECRAG_EMBED_MODEL_PATH to a local ONNX folder of the model, "
+            "or SPECRAG_EMBED_MODEL=none to silence this")
+    _warn_once(f"embedding model {name!r} could not be loaded ({type(exc).__name__}: "
+               f"{str(exc)[:300]}); search runs lexical-only (BM25). To fix: {hint}")
 
 
 def build_embed_model(settings: Settings) -> BaseEmbedding | None:
@@ -137,8 +181,8 @@ def _warn_once(message: str) -> None:
         logger.warning(message)
 
 
-def _fastembed_model(name: str, settings: Settings) -> TextEmbedding:
-    """A local folder when offline, else a download."""
+def _fastembed_loader(name: str, settings: Settings) -> Callable[[], TextEmbedding]:
+    """What makes the session: from a local folder when offline, else a download."""
     from fastembed import TextEmbedding
 
     kwargs = {}
@@ -149,7 +193,7 @@ def _fastembed_model(name: str, settings: Settings) -> TextEmbedding:
         if not (path / "model.onnx").is_file():
             raise FileNotFoundError(f"no model.onnx in SPECRAG_EMBED_MODEL_PATH={path}")
         kwargs["specific_model_path"] = str(path)
-    return TextEmbedding(model_name=name, threads=settings.embeddings.embed_threads, **kwargs)
+    return partial(TextEmbedding, model_name=name, threads=settings.embeddings.embed_threads, **kwargs)
 
 
 def _downloadable(name: str) -> bool:

@@ -18,7 +18,6 @@ each corpus has a collection of its own (collections.py) and the build publishes
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import re
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from specrag.core.errors import (
     IndexFormatError,
 )
 from specrag.core.ids import split_chunk_id
+from specrag.core.memory import return_freed_memory
 from specrag.core.settings import Settings
 from specrag.index.batching import BatchCoalescer
 from specrag.index.chroma_aside import AsideCollection, ChromaAside
@@ -54,6 +54,7 @@ from specrag.index.embeddings import (
     build_embedder,
     embed_model_id,
     embed_queries,
+    load_now,
 )
 from specrag.index.local import STUB, LocalIndex, unit_vector
 from specrag.index.manifest import MANIFEST_NAME, Manifest, load_manifest, save_manifest
@@ -104,13 +105,15 @@ class ChunkStore:
 
     @classmethod
     def open(cls, settings: Settings, embed_model: Embedder | BaseEmbedding | None | str = "auto", *,
-             repair: bool = False, chroma_aside: bool = False) -> "ChunkStore":
+             repair: bool = False, chroma_aside: bool = False, defer_model: bool = False) -> "ChunkStore":
         """Open the index in ``settings.data_dir`` (``"auto"`` loads the model in settings).
 
         Damage raises IndexDamagedError with one line, unless ``repair`` (the builder's mode):
         then ``store.damage`` says what is broken and the store serves what is intact.
         ``chroma_aside`` (a re-index): the embedded Chroma collection, if the index has one, opens
-        in a child process meanwhile (chroma_aside.py)."""
+        in a child process meanwhile (chroma_aside.py). ``defer_model`` (a re-index): when the
+        index holds this model's vectors, its session is made on the first new text, after the
+        spec reader's worker is gone; a run that finds every vector never makes it."""
         if embed_model != "auto":
             store = cls(settings, embed_model)
             store._start_aside(chroma_aside and store.embedder is not None)
@@ -122,8 +125,10 @@ class ChunkStore:
         store._start_aside(chroma_aside)  # forked first: no thread of ours runs yet
         with ThreadPoolExecutor(1, thread_name_prefix="specrag-open") as pool:
             opened = pool.submit(store.reload, repair)
-            model = build_embedder(settings)
+            model = build_embedder(settings, deferred=defer_model)
             opened.result()
+        if defer_model and (store.manifest is None or model is None or store.manifest.embed_model != model.model_id):
+            model = load_now(model)  # every text may need embedding, and a model that fails degrades to lexical
         store._use_embedder(model)
         store.search_mode = store._mode()
         if store.embedder is None:
@@ -145,7 +150,7 @@ class ChunkStore:
         commit then peaks ~180 MB lower); the store keeps its identity (search mode, manifest)."""
         if self.embedder is not None and not isinstance(self.embedder, ReleasedEmbedder):
             self._use_embedder(ReleasedEmbedder(self.embedder.model_id))
-            _return_freed_memory()
+            return_freed_memory()
 
     def _use_embedder(self, embed_model: Embedder | BaseEmbedding | None) -> None:
         self.embedder = as_embedder(embed_model)
@@ -344,7 +349,7 @@ class ChunkStore:
         if self._client is not None:
             self._client.close()
             self._client, self._collection, self._vectors = None, None, None
-            _return_freed_memory()
+            return_freed_memory()
 
     def _allowed(self, file_ids: list[str] | None) -> frozenset[str]:
         """The served APIs among ``file_ids`` (None: all of them, the set itself: no copy per search)."""
@@ -448,14 +453,6 @@ class ChunkStore:
     def write_manifest(self, manifest: Manifest) -> None:
         save_manifest(self.data_dir, manifest)
         self.manifest = manifest
-
-
-def _return_freed_memory() -> None:
-    """glibc keeps freed heap pages; hand them back so peak RSS reflects what is in use."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
 
 
 def _one_line(exc: BaseException) -> str:

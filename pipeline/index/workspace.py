@@ -125,7 +125,7 @@ def _update_locked(local: Settings, paths: list[Path], progress: bool, store):
         _start_from_server(local)
     own = store is None
     if own:
-        store = ChunkStore.open(local, repair=True, chroma_aside=True)
+        store = ChunkStore.open(local, repair=True, chroma_aside=True, defer_model=True)
     else:
         store.reload(repair=True)
     if store.embedder is not None and local.storage.chroma_host:

@@ -372,7 +372,7 @@ def test_opening_loads_the_model_while_another_thread_reads_the_index(store, set
 
     seen = []
 
-    def loading(_settings):
+    def loading(_settings, deferred=False):
         seen.append(sorted(t.name.split("_")[0] for t in threading.enumerate() if t.name.startswith("specrag-open")))
         return embed_model
 

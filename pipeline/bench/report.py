@@ -29,7 +29,7 @@ class Reindex(ReindexResult):
     spec: str = Field(description="the spec file edited before the re-index")
     wall_seconds: float = Field(description="the child process from start to exit, as a `specrag index` run")
     tree_peak_mb: float | None = Field(None, description="the most physical memory the run's processes held at once "
-                                       "(summed Pss, polled every 10 ms: core.memory.TreeMemory); None off Linux")
+                                       "(summed Pss, polled every 50 ms: core.memory.TreeMemory); None off Linux")
 
     @property
     def memory_mb(self) -> float:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
 from pydantic import BaseModel, Field, field_validator
 from specrag.graph.models import ApiGraph, DependencyEdge, ParamNeed
 from specrag.specs.example_request import RequestRecipe
@@ -112,13 +114,26 @@ class Chunk(BaseModel):
 
 
 def _json_or(raw: Any, default: Any, expected: type) -> Any:
+    """``raw`` decoded if it is JSON text of the ``expected`` type, else ``default``. Read with
+    orjson (a query decodes ~100 stored fields: 0.27 ms with ``json``) unless it may differ from
+    ``json``: text with 19 digits in a row (orjson reads an integer past 64 bits as a float), or
+    text orjson refuses and ``json`` takes (NaN, Infinity, lone surrogates). The same values
+    either way."""
     if isinstance(raw, expected):
         return raw
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else default
-    except ValueError:
+    if not isinstance(raw, str):
         return default
+    try:
+        value = json.loads(raw) if _LONG_DIGITS.search(raw) else orjson.loads(raw)
+    except ValueError:  # orjson's JSONDecodeError is one
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return default
     return value if isinstance(value, expected) else default
+
+
+_LONG_DIGITS = re.compile(r"\d{19}")
 
 
 JSON_TEXT_FIELDS: dict[str, type] = {"tags": list, "ref_ids": dict, "referenced_by": list}

@@ -129,7 +129,12 @@ def _child(module: str, stdin: str, measure_tree: bool = False) -> tuple[str, fl
     proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     with TreeMemory(proc.pid) if measure_tree else nullcontext() as memory:
-        stdout, stderr = proc.communicate(stdin)
+        try:
+            stdout, stderr = proc.communicate(stdin)
+        except BaseException:  # interrupted: the child does not outlive the bench (as subprocess.run)
+            proc.kill()
+            proc.wait()
+            raise
     lines = [line for line in stdout.splitlines() if line.strip()]
     if proc.returncode != 0 or not lines:
         what = "serving" if module.endswith("serve") else "re-index"

@@ -29,7 +29,8 @@ class ScalePoint(BaseModel):
     build_seconds: float
     chunks_per_s: float
     reindex_seconds: float | None
-    reindex_rss_mb: float | None = Field(description="the re-index's processes together at their peak (Reindex.memory_mb)")
+    reindex_rss_mb: float | None = Field(description="the re-index's processes together at their peak "
+                                         "(Reindex.memory_mb)")
     reindex_rss_sum_mb: float | None = Field(None, description="each of the run's and its Chroma process's peak RSS, "
                                              "summed (the bench's re-index measure before 2026-11-28's stop 50)")
     p50_ms: float
@@ -57,7 +58,8 @@ def run_scaling(settings: Settings, corpus: list[Path], queries: list[str], size
             label=label, specs=report.apis, chunks=report.chunks, embedded=report.chunks_embedded,
             build_seconds=round(report.ingest_seconds + report.index_build_seconds, 2),
             chunks_per_s=report.build_chunks_per_s, reindex_seconds=x.wall_seconds if x else None,
-            reindex_rss_mb=x.memory_mb if x else None, reindex_rss_sum_mb=x.peak_rss_mb if x else None, p50_ms=report.latency_ms["wall"].p50,
+            reindex_rss_mb=x.memory_mb if x else None, reindex_rss_sum_mb=x.peak_rss_mb if x else None,
+            p50_ms=report.latency_ms["wall"].p50,
             p95_ms=report.latency_ms["wall"].p95, serving_rss_mb=report.peak_rss_mb_serving,
             disk_mb=report.disk_mb.get("total", 0.0)))
     return points

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 
 import numpy as np
-from specrag.index.vector_reuse import hash_hex
+from specrag.index.vector_reuse import distinct_in_first_order, hash_hex
 
 logger = logging.getLogger(__name__)
 
@@ -136,15 +136,15 @@ class ChromaRows:
     def copy_from(self, hashes: np.ndarray, vectors: np.ndarray, batch_size: int) -> None:
         """Fill the (empty) collection with one row per distinct hash, from ``vectors`` (one per
         entry of ``hashes``): rebuilding a per-chunk store without re-embedding."""
-        unique, first = np.unique(np.asarray(hashes, np.uint64), return_index=True)
-        order = np.argsort(first)  # rows in file order: the vectors file is read front to back
-        for start in range(0, len(order), batch_size):
-            rows = first[order[start:start + batch_size]]
-            ids = [hash_hex(int(h)) for h in unique[order[start:start + batch_size]]]
+        hashes = np.asarray(hashes, np.uint64)
+        first, _ = distinct_in_first_order(hashes)  # rows in file order: the vectors file is read front to back
+        for start in range(0, len(first), batch_size):
+            rows = first[start:start + batch_size]
+            ids = [hash_hex(int(h)) for h in hashes[rows]]
             embeddings = np.asarray(vectors[rows], dtype=np.float32)
             self._call(lambda: self._collection.add(ids=ids, embeddings=embeddings))
             self.added += len(ids)
-        self.present.update(int(h) for h in unique)
+        self.present.update(int(h) for h in hashes[first])
 
 
 def _batches(items: list, size: int = ID_BATCH) -> Iterable[list]:

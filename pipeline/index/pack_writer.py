@@ -36,7 +36,7 @@ from specrag.index.pack import (
     id_hash,
     seal,
 )
-from specrag.index.vector_reuse import text_hash
+from specrag.index.vector_reuse import distinct_in_first_order, text_hash
 from specrag.specs.models import Chunk
 
 WRITE_ROWS = 8192  # distinct vectors gathered and written per step (6 MB as float16)
@@ -316,7 +316,7 @@ class _VectorSources:
                 self._write_rows(out, new_rows, dim)
                 return out.close(), vector_of.astype(np.int32), self.old.header.n_vectors + len(new_rows)
             out.close()  # the previous file could not be linked: written anew below
-        first_rows, rank = _distinct_in_first_order(embed_hash)
+        first_rows, rank = distinct_in_first_order(embed_hash)
         out = _SharedFile(path, None, VECTORS, share=False)
         self._write_rows(out, first_rows, dim)
         return out.close(), rank.astype(np.int32), len(first_rows)
@@ -334,7 +334,7 @@ class _VectorSources:
             found = rows >= 0
             vector_of[fresh[found]] = self.old.arrays["vector_of"][rows[found]]
             fresh = fresh[~found]
-        first_rows, rank = _distinct_in_first_order(embed_hash[fresh])
+        first_rows, rank = distinct_in_first_order(embed_hash[fresh])
         vector_of[fresh] = header.n_vectors + rank
         live = len(np.unique(vector_of))
         if _garbage_share(live, header.n_vectors + len(first_rows)) > GARBAGE_SHARE:
@@ -356,16 +356,6 @@ class _VectorSources:
                     unit[a] = _unit(self.new[a].vectors).astype(np.float16)
                 step[i] = unit[a][self.new_pos[step_rows[i]]]
             out.write(step.tobytes())
-
-
-def _distinct_in_first_order(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct hashes in the order of their first occurrence: (the index of each one's first
-    occurrence, and for every element the place of its hash in that order)."""
-    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    place = np.empty(len(order), np.int64)
-    place[order] = np.arange(len(order))
-    return first[order], place[inverse.reshape(-1)]
 
 
 def _plan(old: Pack | None, keep: list[str], new: list[NewApi]):

@@ -127,7 +127,7 @@ class ChunkStore:
             opened = pool.submit(store.reload, repair)
             model = build_embedder(settings, deferred=defer_model)
             opened.result()
-        if defer_model and (store.manifest is None or model is None or store.manifest.embed_model != model.model_id):
+        if defer_model and (store.manifest is None or store.manifest.embed_model != embed_model_id(model)):
             model = load_now(model)  # every text may need embedding, and a model that fails degrades to lexical
         store._use_embedder(model)
         store.search_mode = store._mode()

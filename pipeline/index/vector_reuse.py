@@ -34,6 +34,17 @@ def hash_hex(value: int) -> str:
     return f"{value:016x}"
 
 
+def distinct_in_first_order(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct hashes in the order of their first occurrence (each text once, in file order):
+    (the index of each one's first occurrence, and for every element the place of its hash in
+    that order)."""
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    place = np.empty(len(order), np.int64)
+    place[order] = np.arange(len(order))
+    return first[order], place[inverse.reshape(-1)]
+
+
 def embed_sorted(model: Embedder, texts: list[str], sub_batch: int = EMBED_SUB_BATCH) -> list[list[float]]:
     """Embed documents in length-sorted sub-batches (a batch is padded to its longest text: ~1.8x
     faster here than mixed lengths), returned in the input order."""
